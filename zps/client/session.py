@@ -1,0 +1,305 @@
+"""Session: runs (parts of) a graph, in this process or on a cluster through a server's master.
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     a = tf.placeholder(tf.float32, [None])
+...     b = a * 2.0
+...     with tf.Session() as sess:
+...         out = sess.run({"b": b, "both": [a, b]}, feed_dict={a: [1.0, 2.0]})
+>>> out["b"].tolist(), out["both"][0].tolist()
+([2.0, 4.0], [1.0, 2.0])
+"""
+
+import collections
+import threading
+
+import numpy as np
+
+from zps.framework import default_session, errors
+from zps.framework.device import DeviceSpec
+from zps.framework.graph import IndexedSlices, Operation, Tensor, get_default_graph, numpy_value
+from zps.runtime.executor import Plan, StepContext
+from zps.runtime.resources import ResourceManager
+
+from zps.client.config import ConfigProto
+
+IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])
+
+_LOCAL_JOBS = (None, "localhost")
+
+# Session targets other than '' are served by a runner factory registered by the distributed
+# layer (which sits above this one), keyed by URL scheme.
+_remote_runner_factories = {}
+
+
+def register_target_scheme(scheme, factory):
+    """``factory(target, graph, config) -> runner`` serves ``Session('scheme://...')``."""
+    _remote_runner_factories[scheme] = factory
+
+
+class _LocalRunner:
+    """Runs whole plans in this process on a private ResourceManager (TF1's DirectSession)."""
+
+    def __init__(self, graph, config):
+        self._graph = graph
+        self._config = config
+        self.resources = ResourceManager()
+        self._plans = {}
+        self._lock = threading.Lock()
+
+    def run(self, feeds, feed_values, fetches, targets, options, run_metadata):
+        key = (tuple(feeds), tuple(fetches), tuple(targets), self._graph._structure_version)
+        plan = self._plans.get(key)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(key)
+                if plan is None:
+                    plan = Plan(feeds, fetches, targets, placement_check=self._check_placement)
+                    self._plans[key] = plan
+        return plan.run(StepContext(self.resources), feed_values)
+
+    def _check_placement(self, op):
+        if not op.device:
+            return
+        d = DeviceSpec.from_string(op.device)
+        if d.job not in _LOCAL_JOBS or (d.task not in (None, 0)):
+            raise errors.InvalidArgumentError(
+                op.name, op,
+                "Cannot run op '%s': it is placed on %s, but this Session has no cluster (target "
+                "''). Open the session on a server of that cluster instead, e.g. "
+                "tf.Session(server.target), or remove the job/task from its device."
+                % (op.name, op.device))
+        if d.device_type == "GPU" and not self._config.allow_soft_placement:
+            raise errors.InvalidArgumentError(
+                op.name, op,
+                "Cannot assign a device for op '%s': it asks for %s but this session runs on the "
+                "CPU only. Set ConfigProto(allow_soft_placement=True) to place it on the CPU."
+                % (op.name, op.device))
+
+    def close(self):
+        self.resources.close()
+
+
+class BaseSession:
+    def __init__(self, target="", graph=None, config=None):
+        self._graph = graph if graph is not None else get_default_graph()
+        self._target = target.decode() if isinstance(target, bytes) else (target or "")
+        self._config = config if config is not None else ConfigProto()
+        self._closed = False
+        self._default_ctx = None
+        scheme = self._target.split("://", 1)[0] if "://" in self._target else None
+        if not self._target:
+            self._runner = _LocalRunner(self._graph, self._config)
+        elif scheme in _remote_runner_factories:
+            self._runner = _remote_runner_factories[scheme](self._target, self._graph, self._config)
+        else:
+            raise errors.InvalidArgumentError(
+                None, None, "Session target %r is not supported: use '' for an in-process "
+                "session or a server target such as 'zps://host:port' (or 'grpc://host:port')."
+                % self._target)
+
+    graph = property(lambda self: self._graph)
+    sess_str = property(lambda self: self._target)
+    target = sess_str
+
+    def list_devices(self):
+        return getattr(self._runner, "list_devices", lambda: [])()
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Compute ``fetches`` (a nested structure of tensors, ops and names) given ``feed_dict``."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        structure = _FetchStructure(self._graph, fetches)
+        feeds, feed_values = self._process_feeds(feed_dict)
+        tensors = [e for e in structure.unique if isinstance(e, Tensor)]
+        targets = [e for e in structure.unique if isinstance(e, Operation)]
+        values = self._runner.run(feeds, feed_values, tensors, targets, options, run_metadata)
+        by_element = {t: _fetch_result(v) for t, v in zip(tensors, values)}
+        return structure.build(by_element)
+
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """A function running ``fetches`` with positional feed values for ``feed_list``."""
+        feed_list = [self._graph.as_graph_element(f) for f in (feed_list or [])]
+
+        def call(*args, **kwargs):
+            if len(args) != len(feed_list):
+                raise TypeError("Callable expected %d feed values, got %d" % (len(feed_list), len(args)))
+            return self.run(fetches, dict(zip(feed_list, args)), **kwargs)
+        return call
+
+    def _process_feeds(self, feed_dict):
+        if not feed_dict:
+            return [], []
+        feeds, values = [], []
+        for key, value in feed_dict.items():
+            for t, v in _expand_feed(self._graph, key, value):
+                feeds.append(t)
+                values.append(_feed_value(t, v))
+        return feeds, values
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._runner.close()
+
+    def as_default(self):
+        return _DefaultSession(self)
+
+    def __enter__(self):
+        self._default_ctx = self.as_default()
+        self._default_ctx.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._default_ctx is not None:
+            self._default_ctx.__exit__(exc_type, exc, tb)
+            self._default_ctx = None
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            if not self._closed:
+                self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer
+            pass
+
+
+class Session(BaseSession):
+    """A session: ``Session(target='', graph=None, config=None)``.
+
+    ``target`` is '' (run in this process) or a server target ``zps://host:port``;
+    ``grpc://host:port`` is accepted as the same thing, so TF1 programs run unchanged.
+    """
+
+
+class InteractiveSession(Session):
+    """A session that makes itself the default on creation (for shells and notebooks)."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        self._interactive_ctx = self.as_default()
+        self._interactive_ctx.__enter__()
+
+    def close(self):
+        ctx, self._interactive_ctx = getattr(self, "_interactive_ctx", None), None
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+        super().close()
+
+
+class _DefaultSession:
+    def __init__(self, session):
+        self._session = session
+        self._graph_ctx = None
+
+    def __enter__(self):
+        default_session.push(self._session)
+        self._graph_ctx = self._session.graph.as_default()
+        self._graph_ctx.__enter__()
+        return self._session
+
+    def __exit__(self, *exc):
+        self._graph_ctx.__exit__(*exc)
+        default_session.pop(self._session)
+        return False
+
+
+# -- feeds ---------------------------------------------------------------------------------------
+def _expand_feed(graph, key, value):
+    feed_fn = getattr(key, "_feed_tensors", None)  # composite feeds, e.g. SparseTensor
+    if feed_fn is not None:
+        return feed_fn(value)
+    try:
+        el = graph.as_graph_element(key, allow_operation=False)
+    except (KeyError, ValueError, TypeError) as e:
+        raise TypeError("Cannot interpret feed_dict key %r as a Tensor: %s" % (key, e)) from None
+    return [(el, value)]
+
+
+def _feed_value(t, value):
+    if isinstance(value, Tensor | Operation):
+        raise TypeError("The value of a feed cannot be a zps.Tensor object (feeding %s). Acceptable "
+                        "feed values are Python scalars, strings, lists and numpy arrays; fetch the "
+                        "tensor's value with sess.run first." % t.name)
+    try:
+        arr = numpy_value(value, t.dtype)
+    except (TypeError, ValueError) as e:
+        raise errors.InvalidArgumentError(
+            t.op.name, t.op, "Cannot feed a value of type %s to %s (dtype %s): %s"
+            % (type(value).__name__, t.name, t.dtype.name, e)) from None
+    if t.dtype.is_integer and isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        raise errors.InvalidArgumentError(
+            t.op.name, t.op, "Cannot feed float values (dtype %s) to %s of dtype %s: cast them "
+            "explicitly first." % (value.dtype, t.name, t.dtype.name))
+    if not t.get_shape().is_compatible_with(arr.shape):
+        raise errors.InvalidArgumentError(
+            t.op.name, t.op, "Cannot feed value of shape %s for Tensor '%s', which has shape %s"
+            % (tuple(arr.shape), t.name, t.get_shape()))
+    return arr
+
+
+# -- fetches -------------------------------------------------------------------------------------
+class _FetchStructure:
+    """Flattens a nested fetch argument into unique graph elements and rebuilds the results."""
+
+    def __init__(self, graph, fetches):
+        self._graph = graph
+        self.unique = []
+        self._index = {}
+        self._builder = self._parse(fetches)
+
+    def _add(self, element):
+        if element not in self._index:
+            self._index[element] = len(self.unique)
+            self.unique.append(element)
+        return element
+
+    def _parse(self, f):
+        if f is None:
+            raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
+        if isinstance(f, dict):
+            builders = {k: self._parse(v) for k, v in f.items()}
+            return lambda vals: type(f)((k, b(vals)) for k, b in builders.items()) \
+                if not isinstance(f, collections.defaultdict) else _rebuild_dict(f, builders, vals)
+        if isinstance(f, tuple) and hasattr(f, "_fields"):  # namedtuple
+            builders = [self._parse(v) for v in f]
+            return lambda vals: type(f)(*[b(vals) for b in builders])
+        if isinstance(f, list | tuple):
+            builders = [self._parse(v) for v in f]
+            return lambda vals: type(f)(b(vals) for b in builders)
+        if isinstance(f, IndexedSlices):
+            parts = [self._parse(p) for p in (f.values, f.indices, f.dense_shape) if p is not None]
+            return lambda vals: IndexedSlicesValue(*[b(vals) for b in parts],
+                                                   *([None] if f.dense_shape is None else []))
+        composite = getattr(f, "_fetch_components", None)
+        if composite is not None:  # e.g. SparseTensor -> SparseTensorValue
+            components, make_value = composite()
+            builders = [self._parse(c) for c in components]
+            return lambda vals: make_value(*[b(vals) for b in builders])
+        try:
+            el = self._graph.as_graph_element(f)
+        except (KeyError, ValueError, TypeError) as e:
+            raise type(e)("Fetch argument %r cannot be interpreted as a Tensor or Operation: %s"
+                          % (f, e)) from None
+        self._add(el)
+        if isinstance(el, Operation):
+            return lambda vals: None
+        return lambda vals: vals[el]
+
+    def build(self, by_element):
+        return self._builder(by_element)
+
+
+def _rebuild_dict(f, builders, vals):
+    out = type(f)(f.default_factory)
+    for k, b in builders.items():
+        out[k] = b(vals)
+    return out
+
+
+def _fetch_result(value):
+    # TF1 returns numpy scalars (np.float32, bytes) for 0-d tensors.
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value

@@ -1,0 +1,132 @@
+"""Device names: ``/job:ps/replica:0/task:1/device:CPU:0``, legacy ``/cpu:0`` and ``/gpu:1``.
+
+>>> from zps.framework.device import DeviceSpec
+>>> d = DeviceSpec.from_string("/job:ps/task:1/cpu:0")
+>>> d.job, d.task, d.device_type, d.device_index
+('ps', 1, 'CPU', 0)
+>>> DeviceSpec.from_string("/job:worker").make_merged_spec(d).to_string()
+'/job:ps/task:1/device:CPU:0'
+"""
+
+
+class DeviceSpec:
+    """A (partial) device specification; unset fields are None."""
+
+    __slots__ = ("job", "replica", "task", "device_type", "device_index")
+
+    def __init__(self, job=None, replica=None, task=None, device_type=None, device_index=None):
+        self.job = job
+        self.replica = None if replica is None else int(replica)
+        self.task = None if task is None else int(task)
+        self.device_type = _normalize_type(device_type)
+        self.device_index = None if device_index in (None, "*") else int(device_index)
+
+    @classmethod
+    def from_string(cls, spec):
+        return cls().parse_from_string(spec)
+
+    def parse_from_string(self, spec):
+        """Set the fields named in ``spec``; raises ValueError naming the bad part."""
+        if spec is None:
+            return self
+        if isinstance(spec, DeviceSpec):
+            return self.merge_from(spec)
+        text = str(spec).strip()
+        for part in filter(None, text.split("/")):
+            fields = part.split(":")
+            key = fields[0].lower()
+            try:
+                if key == "job" and len(fields) == 2 and fields[1]:
+                    self.job = fields[1]
+                elif key == "replica" and len(fields) == 2:
+                    self.replica = int(fields[1])
+                elif key == "task" and len(fields) == 2:
+                    self.task = int(fields[1])
+                elif key == "device" and len(fields) == 3:
+                    self.device_type = _normalize_type(fields[1])
+                    self.device_index = None if fields[2] == "*" else int(fields[2])
+                elif key == "device" and len(fields) == 2:
+                    self.device_type = _normalize_type(fields[1])
+                elif key in ("cpu", "gpu") and len(fields) == 2:  # legacy /cpu:0, /gpu:1
+                    self.device_type = key.upper()
+                    self.device_index = None if fields[1] == "*" else int(fields[1])
+                else:
+                    raise ValueError
+            except ValueError:
+                raise ValueError(
+                    "Invalid device part %r in device string %r; expected e.g. "
+                    "'/job:ps/replica:0/task:1/device:CPU:0' or '/gpu:0'" % (part, text)) from None
+        return self
+
+    def merge_from(self, other):
+        """Overwrite this spec's fields with the fields ``other`` sets."""
+        other = other if isinstance(other, DeviceSpec) else DeviceSpec.from_string(other)
+        for f in self.__slots__:
+            v = getattr(other, f)
+            if v is not None:
+                setattr(self, f, v)
+        return self
+
+    def make_merged_spec(self, other):
+        return self.copy().merge_from(other)
+
+    def copy(self):
+        return DeviceSpec(self.job, self.replica, self.task, self.device_type, self.device_index)
+
+    def replace(self, **fields):
+        d = self.copy()
+        for k, v in fields.items():
+            setattr(d, k, _normalize_type(v) if k == "device_type" else v)
+        return d
+
+    def to_string(self):
+        out = []
+        if self.job is not None:
+            out.append("/job:" + self.job)
+        if self.replica is not None:
+            out.append("/replica:%d" % self.replica)
+        if self.task is not None:
+            out.append("/task:%d" % self.task)
+        if self.device_type is not None:
+            idx = "*" if self.device_index is None else str(self.device_index)
+            out.append("/device:%s:%s" % (self.device_type, idx))
+        return "".join(out)
+
+    def __eq__(self, other):
+        return isinstance(other, DeviceSpec) and self.to_string() == other.to_string()
+
+    def __hash__(self):
+        return hash(self.to_string())
+
+    def __repr__(self):
+        return "DeviceSpec(%r)" % self.to_string()
+
+    __str__ = to_string
+
+
+def _normalize_type(t):
+    return None if t is None else str(t).upper()
+
+
+def canonical_name(spec):
+    """The canonical string for a device spec or string ('' for no device)."""
+    if spec is None or spec == "":
+        return ""
+    return DeviceSpec.from_string(spec).to_string()
+
+
+def merge_device(spec):
+    """A device function that merges ``spec`` under the fields an op already set (TF1's rule)."""
+    base = spec if isinstance(spec, DeviceSpec) else DeviceSpec.from_string(spec)
+
+    def _merge(op):
+        current = op.device if hasattr(op, "device") else op
+        return base.make_merged_spec(DeviceSpec.from_string(current or "")).to_string()
+
+    return _merge
+
+
+def task_key(spec):
+    """``(job, task)`` of a device string, with replica ignored; ``(None, None)`` if unplaced."""
+    d = DeviceSpec.from_string(spec or "")
+    return (d.job, d.task)

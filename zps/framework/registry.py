@@ -1,0 +1,88 @@
+"""The op registry: one table ``op type -> OpDef``.
+
+An op family module registers each op in one block: how its outputs' dtypes and shapes follow from
+its inputs and attrs, its kernel(s), and its gradient rule::
+
+    register_op("Square",
+                shape=same_shape,
+                kernel=lambda ctx, x: ctx.xp.square(x),
+                grad=lambda op, g: [g * 2.0 * op.inputs[0]])
+
+Kernels are called as ``kernel(ctx, *input_values, **attrs)`` and written against ``ctx.xp`` (the
+array module of the backend: numpy or cupy), so one kernel serves every backend; a backend that
+needs its own passes ``kernels={"numpy": f, "cupy": g}``. ``grad`` is a function
+``grad(op, *output_grads) -> [input grad or None, ...]`` building graph ops; ``grad=None`` marks an
+op as not differentiable (no gradient flows through it, silently, as TF1's NotDifferentiable).
+Leaving ``grad`` out makes ``gradients()`` raise an error naming the op.
+"""
+
+MISSING = object()  # "no gradient rule registered" (distinct from None = not differentiable)
+GENERIC = "*"       # the kernel key of a kernel written against ctx.xp, valid on every backend
+
+
+class OpDef:
+    __slots__ = ("type", "shape_fn", "dtype_fn", "kernels", "grad_fn", "stateful", "num_outputs",
+                 "broadcast", "ref_inputs", "ref_output", "aliases_input", "needs_op_name",
+                 "sparse_grad_ok", "is_async")
+
+    def __init__(self, op_type, *, shape=None, dtype=None, kernel=None, kernels=None, grad=MISSING,
+                 stateful=False, num_outputs=1, broadcast=False, ref_inputs=(), ref_output=False,
+                 aliases_input=False, needs_op_name=False, sparse_grad_ok=False, is_async=False):
+        self.type = op_type
+        self.shape_fn = shape
+        self.dtype_fn = dtype
+        self.kernels = dict(kernels or {})
+        if kernel is not None:
+            self.kernels[GENERIC] = kernel
+        self.grad_fn = grad
+        self.stateful = stateful
+        self.num_outputs = num_outputs
+        # Output gradients of a broadcasting op are summed back to each input's shape centrally.
+        self.broadcast = broadcast
+        # Input slots that receive a variable's container (to update it) instead of its value.
+        self.ref_inputs = tuple(ref_inputs)
+        # Output 0 is a variable reference (as TF1's VariableV2): consumers read or update it.
+        self.ref_output = ref_output
+        # Output 0 may share memory with input 0 (Identity, assign ops): fetches are copied.
+        self.aliases_input = aliases_input
+        self.needs_op_name = needs_op_name
+        # Gradient function accepts IndexedSlices output gradients without densifying.
+        self.sparse_grad_ok = sparse_grad_ok
+        # Kernel signature kernel(ctx, done, *inputs, **attrs): calls done(outputs | exception)
+        # later instead of returning (Recv, blocking dequeues).
+        self.is_async = is_async
+
+    def kernel_for(self, backend):
+        fn = self.kernels.get(backend) or self.kernels.get(GENERIC)
+        if fn is None:
+            raise NotImplementedError("Op %s has no kernel for backend %r (has: %s)"
+                                      % (self.type, backend, sorted(self.kernels)))
+        return fn
+
+    @property
+    def differentiable(self):
+        return self.grad_fn is not None
+
+
+REGISTRY = {}
+
+
+def register_op(op_type, **kwargs):
+    """Register an op; returns its OpDef. Registering a type twice is an error."""
+    if op_type in REGISTRY:
+        raise KeyError("Op type %r is already registered" % op_type)
+    opdef = OpDef(op_type, **kwargs)
+    REGISTRY[op_type] = opdef
+    return opdef
+
+
+def get_op_def(op_type):
+    try:
+        return REGISTRY[op_type]
+    except KeyError:
+        raise KeyError("Unknown op type %r: no such op is registered in zps" % op_type) from None
+
+
+def set_gradient(op_type, grad):
+    """Attach a gradient rule to an op registered earlier (for rules written in terms of later ops)."""
+    get_op_def(op_type).grad_fn = grad

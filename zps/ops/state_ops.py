@@ -1,0 +1,187 @@
+"""Stateful variable ops: the variable itself, assignment and scatter updates.
+
+A variable op (``VariableV2``) outputs a *reference* to its storage in the task's ResourceManager;
+ops that update it receive the container (``ref_inputs``), every other consumer gets its value.
+Updates hold the container's lock, so concurrent ``assign_add``s from many sessions are exact.
+"""
+
+import numpy as np
+
+from zps.framework import dtypes as _dtypes
+from zps.framework import errors
+from zps.framework.graph import IndexedSlices, convert_to_tensor
+from zps.framework.registry import register_op
+from zps.framework.tensor_shape import TensorShape, as_shape
+from zps.ops.op_util import make_op, same_shape
+
+
+def _ref_tensor(ref):
+    r = getattr(ref, "_ref", None)
+    t = r() if callable(r) else ref
+    if not getattr(t, "is_ref", False):
+        raise TypeError("%s needs a Variable (or its reference tensor) to update, got %r"
+                        % ("This op", ref))
+    return t
+
+
+# -- VariableV2 ----------------------------------------------------------------------------------
+def _variable_kernel(ctx, dtype, shape, shared_name, op_name):
+    return ctx.resources.variable(shared_name or op_name)
+
+
+register_op("VariableV2", dtype=lambda op: op._attrs["dtype"],
+            shape=lambda op: as_shape(op._attrs["shape"]), kernel=_variable_kernel,
+            stateful=True, ref_output=True, needs_op_name=True, grad=None)
+
+
+def variable_op_v2(shape, dtype, name="Variable", shared_name=""):
+    """The raw variable op; use ``zps.Variable`` or ``zps.get_variable`` instead."""
+    s = as_shape(shape)
+    return make_op("VariableV2", [], name=name, dtype=_dtypes.as_dtype(dtype),
+                   shape=None if s.ndims is None else tuple(s.as_list()), shared_name=shared_name)
+
+
+# -- Assign --------------------------------------------------------------------------------------
+def _check_update_shape(ref, value, what):
+    if ref.value is not None and ref.value.shape != value.shape:
+        raise errors.InvalidArgumentError(
+            None, None, "%s requires shapes of both tensors to match. lhs shape= %s rhs shape= %s "
+            "(variable %s)" % (what, list(ref.value.shape), list(value.shape), ref.name))
+
+
+def _assign_kernel(ctx, ref, value, validate_shape, use_locking):
+    with ref.lock:
+        if validate_shape:
+            _check_update_shape(ref, value, "Assign")
+        # A fresh array, never the caller's buffer: readers of the old value keep a consistent
+        # snapshot, and a fed/fetched array cannot alias the variable.
+        ref.value = ctx.xp.array(value, copy=True)
+        return ref.value
+
+
+register_op("Assign", shape=lambda op: op.inputs[1].get_shape(), kernel=_assign_kernel,
+            stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+    """Store ``value`` in the variable ``ref``; returns the new value."""
+    r = _ref_tensor(ref)
+    v = convert_to_tensor(value, dtype=r.dtype)
+    validate = True if validate_shape is None else bool(validate_shape)
+    if validate and not r.get_shape().is_compatible_with(v.get_shape()):
+        raise ValueError("Shapes %s and %s are incompatible: cannot assign a value of shape %s to "
+                         "variable %s" % (r.get_shape(), v.get_shape(), v.get_shape(), r.op.name))
+    return make_op("Assign", [r, v], name=name or "Assign", validate_shape=validate,
+                   use_locking=bool(use_locking))
+
+
+def _update_kernel(what, fn):
+    def kernel(ctx, ref, value, use_locking):
+        with ref.lock:
+            current = ref.read()
+            if current.shape != value.shape and value.size != 1:
+                _check_update_shape(ref, value, what)
+            fn(current, value)
+            return current
+    return kernel
+
+
+register_op("AssignAdd", shape=same_shape,
+            kernel=_update_kernel("AssignAdd", lambda cur, v: np.add(cur, v, out=cur)),
+            stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
+register_op("AssignSub", shape=same_shape,
+            kernel=_update_kernel("AssignSub", lambda cur, v: np.subtract(cur, v, out=cur)),
+            stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    """``ref += value`` in place; returns the new value."""
+    r = _ref_tensor(ref)
+    return make_op("AssignAdd", [r, convert_to_tensor(value, dtype=r.dtype)],
+                   name=name or "AssignAdd", use_locking=bool(use_locking))
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    """``ref -= value`` in place; returns the new value."""
+    r = _ref_tensor(ref)
+    return make_op("AssignSub", [r, convert_to_tensor(value, dtype=r.dtype)],
+                   name=name or "AssignSub", use_locking=bool(use_locking))
+
+
+# -- scatter updates -----------------------------------------------------------------------------
+def _scatter_kernel(fn):
+    def kernel(ctx, ref, indices, updates, use_locking):
+        with ref.lock:
+            current = ref.read()
+            n = current.shape[0]
+            if indices.size and (indices.min() < 0 or indices.max() >= n):
+                raise errors.InvalidArgumentError(
+                    None, None, "indices[%s] is out of range [0, %d) for variable %s"
+                    % (indices.ravel()[(indices.ravel() < 0) | (indices.ravel() >= n)][0], n,
+                       ref.name))
+            expected = indices.shape + current.shape[1:]
+            if updates.shape != expected:
+                updates = np.broadcast_to(updates, expected) if updates.size == 1 else updates
+                if updates.shape != expected:
+                    raise errors.InvalidArgumentError(
+                        None, None, "updates has shape %s but indices %s and variable %s need "
+                        "shape %s" % (list(updates.shape), list(indices.shape), ref.name,
+                                      list(expected)))
+            fn(current, indices, updates)
+            return current
+    return kernel
+
+
+def _scatter_update(cur, idx, upd):
+    cur[idx] = upd
+
+
+for _type, _fn in (("ScatterUpdate", _scatter_update),
+                   ("ScatterAdd", lambda cur, idx, upd: np.add.at(cur, idx, upd)),
+                   ("ScatterSub", lambda cur, idx, upd: np.subtract.at(cur, idx, upd))):
+    register_op(_type, shape=same_shape, kernel=_scatter_kernel(_fn), stateful=True,
+                ref_inputs=(0,), aliases_input=True, grad=None)
+
+
+def _scatter(op_type, ref, indices, updates, use_locking, name):
+    r = _ref_tensor(ref)
+    i = convert_to_tensor(indices)
+    if not i.dtype.is_integer:
+        raise TypeError("%s indices must be integers, got %s" % (op_type, i.dtype.name))
+    return make_op(op_type, [r, i, convert_to_tensor(updates, dtype=r.dtype)],
+                   name=name or op_type, use_locking=bool(use_locking))
+
+
+def scatter_update(ref, indices, updates, use_locking=True, name=None):
+    """``ref[indices] = updates`` (rows); returns the new value."""
+    return _scatter("ScatterUpdate", ref, indices, updates, use_locking, name)
+
+
+def scatter_add(ref, indices, updates, use_locking=False, name=None):
+    """``ref[indices] += updates`` with duplicate indices summed; returns the new value."""
+    return _scatter("ScatterAdd", ref, indices, updates, use_locking, name)
+
+
+def scatter_sub(ref, indices, updates, use_locking=False, name=None):
+    """``ref[indices] -= updates`` with duplicate indices summed; returns the new value."""
+    return _scatter("ScatterSub", ref, indices, updates, use_locking, name)
+
+
+# -- IsVariableInitialized -----------------------------------------------------------------------
+register_op("IsVariableInitialized", dtype=lambda op: _dtypes.bool,
+            shape=lambda op: TensorShape([]),
+            kernel=lambda ctx, ref, dtype: np.array(ref.initialized),
+            ref_inputs=(0,), grad=None)
+
+
+def is_variable_initialized(ref, name=None):
+    """A scalar bool: whether the variable has been initialized."""
+    r = _ref_tensor(ref)
+    return make_op("IsVariableInitialized", [r], name=name or "IsVariableInitialized", dtype=r.dtype)
+
+
+def indexed_slices_update(op_type, ref, slices, use_locking, name):
+    """Scatter an IndexedSlices into a variable (``Variable.scatter_*``)."""
+    if not isinstance(slices, IndexedSlices):
+        raise TypeError("sparse_delta must be an IndexedSlices, got %r" % (slices,))
+    return _scatter(op_type, ref, slices.indices, slices.values, use_locking, name)

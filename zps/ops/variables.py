@@ -1,0 +1,260 @@
+"""``Variable``: state that persists across ``Session.run`` calls, and its collections.
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     v = tf.Variable([1.0, 2.0], name="v")
+...     inc = v.assign_add([10.0, 10.0])
+...     with tf.Session() as sess:
+...         sess.run(tf.global_variables_initializer())
+...         _ = sess.run(inc)
+...         print(v.name, sess.run(v))
+v:0 [11. 12.]
+"""
+
+import numpy as np
+
+from zps.framework import dtypes as _dtypes
+from zps.framework.graph import (GraphKeys, IndexedSlices, Tensor, convert_to_tensor,
+                                 get_default_graph, register_tensor_conversion_function)
+from zps.framework.tensor_shape import unknown_shape
+from zps.ops import array_ops, state_ops
+from zps.framework.registry import register_op
+from zps.framework.tensor_shape import TensorShape
+from zps.ops.op_util import make_op
+
+
+class Variable:
+    """A variable: a VariableV2 op holding state, its initializer, and a ``read`` snapshot."""
+
+    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
+                 caching_device=None, name=None, variable_def=None, dtype=None,
+                 expected_shape=None, import_scope=None, constraint=None, use_resource=None,
+                 synchronization=None, aggregation=None, shape=None):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        graph = get_default_graph()
+        collections = [GraphKeys.GLOBAL_VARIABLES] if collections is None else list(collections)
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        self._trainable = trainable
+        self._constraint = constraint
+        self._save_slice_info = None
+        with graph.name_scope(name or "Variable") as scope:
+            if callable(initial_value):
+                first = len(graph._ops_list)
+                with graph.name_scope("Initializer"), graph.device(None):
+                    self._initial_value = convert_to_tensor(initial_value(), dtype=dtype,
+                                                            name="initial_value")
+                init_ops = graph._ops_list[first:]
+            else:
+                self._initial_value = convert_to_tensor(initial_value, dtype=dtype,
+                                                        name="initial_value")
+                init_ops = []
+            init_shape = self._initial_value.get_shape()
+            if shape is not None:
+                init_shape = init_shape.merge_with(shape) if validate_shape else unknown_shape()
+            elif not validate_shape:
+                init_shape = unknown_shape()
+            self._variable = state_ops.variable_op_v2(init_shape, self._initial_value.dtype,
+                                                      name=scope)
+            var_op = self._variable.op
+            # Initializer ops built by a callable run where the variable lives (TF1 colocation).
+            for op in init_ops:
+                op._colocation = [var_op.name]
+                op._device = var_op.device
+            with graph.colocate_with(var_op):
+                self._initializer_op = state_ops.assign(
+                    self._variable, self._initial_value, validate_shape=validate_shape).op
+            with graph.device(caching_device or var_op.device):
+                self._snapshot = array_ops.identity(self._variable, name="read")
+        graph.add_to_collections(collections, self)
+
+    # -- identity ------------------------------------------------------------------------------
+    name = property(lambda self: self._variable.name)
+    op = property(lambda self: self._variable.op)
+    graph = property(lambda self: self._variable.graph)
+    device = property(lambda self: self._variable.device)
+    dtype = property(lambda self: self._variable.dtype)
+    shape = property(lambda self: self._variable.get_shape())
+    initializer = property(lambda self: self._initializer_op)
+    initial_value = property(lambda self: self._initial_value)
+    trainable = property(lambda self: self._trainable)
+    constraint = property(lambda self: self._constraint)
+
+    def get_shape(self):
+        return self._variable.get_shape()
+
+    def _ref(self):
+        return self._variable
+
+    def _as_graph_element(self):
+        return self._variable
+
+    def value(self):
+        """The snapshot tensor that reads this variable (``<name>/read:0``)."""
+        return self._snapshot
+
+    def read_value(self):
+        """A fresh read of the variable's value."""
+        return array_ops.identity(self._variable, name="read")
+
+    def initialized_value(self):
+        """The variable's value, initializing it first if needed (for initializers of others)."""
+        from zps.ops.control_flow_ops import cond_initialized
+        return cond_initialized(self)
+
+    def is_initialized(self):
+        return state_ops.is_variable_initialized(self)
+
+    def eval(self, session=None):
+        return self._variable.eval(session=session)
+
+    def load(self, value, session=None):
+        """Assign a numpy value to the variable through ``session`` (without a new graph op)."""
+        from zps.framework import default_session
+        session = session or default_session.get()
+        if session is None:
+            raise ValueError("Variable.load needs a session: pass session= or use a default one")
+        session.run(self._initializer_op, {self._initial_value: value})
+
+    # -- updates -------------------------------------------------------------------------------
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        op = state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
+        return op if read_value else op.op
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        op = state_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
+        return op if read_value else op.op
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        op = state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
+        return op if read_value else op.op
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        return state_ops.indexed_slices_update("ScatterUpdate", self, sparse_delta, use_locking, name)
+
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        return state_ops.indexed_slices_update("ScatterAdd", self, sparse_delta, use_locking, name)
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        return state_ops.indexed_slices_update("ScatterSub", self, sparse_delta, use_locking, name)
+
+    def count_up_to(self, limit):
+        raise NotImplementedError("count_up_to is not supported; use assign_add with a check")
+
+    def __repr__(self):
+        return "<zps.Variable '%s' shape=%s dtype=%s>" % (self.name, self.get_shape(),
+                                                         self.dtype.name)
+
+    def __hash__(self):
+        return id(self)
+
+    def __iter__(self):
+        raise TypeError("'Variable' object is not iterable.")
+
+    def __bool__(self):
+        raise TypeError("Using a zps.Variable as a Python bool is not allowed.")
+
+
+def _install_variable_operators():
+    # Arithmetic on a Variable reads its value (the snapshot) and applies the Tensor operator.
+    names = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+             "xor"]
+    ops = ["__%s__" % n for n in names] + ["__r%s__" % n for n in names]
+    ops += ["__neg__", "__abs__", "__invert__", "__lt__", "__le__", "__gt__", "__ge__",
+            "__getitem__"]
+    for name in ops:
+        def method(self, *args, _name=name):
+            return getattr(Tensor, _name)(self.value(), *args)
+        setattr(Variable, name, method)
+
+
+_install_variable_operators()
+
+
+def _variable_to_tensor(v, dtype=None, name=None):
+    t = v.value()
+    if dtype is not None and not _dtypes.as_dtype(dtype).is_compatible_with(t.dtype):
+        raise ValueError("Incompatible type conversion requested to type '%s' for variable of type "
+                         "'%s' (%s)" % (_dtypes.as_dtype(dtype).name, t.dtype.name, v.name))
+    return t
+
+
+register_tensor_conversion_function(Variable, _variable_to_tensor)
+register_tensor_conversion_function(IndexedSlices,
+                                    lambda v, dtype=None, name=None: array_ops.densify(v))
+
+
+# -- collections and initializers ----------------------------------------------------------------
+def global_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+all_variables = global_variables
+
+
+def local_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def trainable_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def model_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def moving_average_variables(scope=None):
+    return get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name="init"):
+    """One op that runs the initializers of ``var_list``."""
+    from zps.ops.control_flow_ops import group, no_op
+    if var_list:
+        return group(*[v.initializer for v in var_list], name=name)
+    return no_op(name=name)
+
+
+def global_variables_initializer():
+    """An op that initializes every global variable."""
+    return variables_initializer(global_variables(), name="init")
+
+
+initialize_all_variables = global_variables_initializer
+
+
+def local_variables_initializer():
+    """An op that initializes every local variable."""
+    return variables_initializer(local_variables(), name="init")
+
+
+def is_variable_initialized(variable):
+    return state_ops.is_variable_initialized(variable)
+
+
+def assert_variables_initialized(var_list=None):
+    raise NotImplementedError("Use report_uninitialized_variables instead.")
+
+
+def _report_kernel(ctx, names, *flags):
+    return names[~np.array([bool(f) for f in flags], dtype=bool)]
+
+
+register_op("ReportUninitialized", dtype=lambda op: _dtypes.string,
+            shape=lambda op: TensorShape([None]), kernel=_report_kernel, grad=None)
+
+
+def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+    """A 1-D string tensor with the names of the uninitialized variables in ``var_list``."""
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    graph = get_default_graph()
+    with graph.name_scope(name):
+        if not var_list:
+            return array_ops.constant([], dtype=_dtypes.string)
+        refs = [v._ref() for v in var_list]
+        names = array_ops.constant([v.op.name for v in var_list], dtype=_dtypes.string)
+        flags = [state_ops.is_variable_initialized(r) for r in refs]
+        return make_op("ReportUninitialized", [names] + flags, name="report")
