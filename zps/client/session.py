@@ -15,13 +15,12 @@ import threading
 
 import numpy as np
 
+from zps.client.config import ConfigProto
 from zps.framework import default_session, errors
 from zps.framework.device import DeviceSpec
 from zps.framework.graph import IndexedSlices, Operation, Tensor, get_default_graph, numpy_value
 from zps.runtime.executor import Plan, StepContext
 from zps.runtime.resources import ResourceManager
-
-from zps.client.config import ConfigProto
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])
 

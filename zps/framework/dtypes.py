@@ -142,3 +142,20 @@ def dtype_of_value(value):
     if arr.dtype == np.int64:
         return int32
     return as_dtype(arr.dtype)
+
+__all__ = [
+    "DType",
+    "as_dtype",
+    "float16",
+    "float32",
+    "float64",
+    "half",
+    "double",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+    "string",
+]

@@ -310,7 +310,7 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     """``out[i] = sum(data[j] for j where segment_ids[j] == i)``."""
     return make_op("UnsortedSegmentSum",
                    [convert_to_tensor(data), convert_to_tensor(segment_ids),
-                    convert_to_tensor(num_segments, dtype=_dtypes.int32)],
+                    convert_to_tensor(num_segments, preferred_dtype=_dtypes.int32)],
                    name=name or "UnsortedSegmentSum")
 
 
@@ -365,7 +365,21 @@ def gather(params, indices, validate_indices=None, name=None, axis=0):
         raise TypeError("gather indices must be int32 or int64, got %s (%s)" % (i.dtype.name, i.name))
     return make_op("Gather", [p, i], name=name or "Gather")
 
-
-__all__ = ["placeholder", "placeholder_with_default", "identity", "stop_gradient", "shape",
-           "reshape", "fill", "zeros_like", "ones_like", "broadcast_to", "concat", "gather",
-           "unsorted_segment_sum", "densify", "sum_to_shape_of", "constant", "scalar_shape"]
+__all__ = [
+    "placeholder",
+    "placeholder_with_default",
+    "identity",
+    "stop_gradient",
+    "shape",
+    "reshape",
+    "fill",
+    "zeros",
+    "ones",
+    "zeros_like",
+    "ones_like",
+    "broadcast_to",
+    "concat",
+    "gather",
+    "unsorted_segment_sum",
+    "constant",
+]

@@ -2,7 +2,7 @@
 
 import builtins
 
-from zps.framework.graph import Operation, Tensor, convert_to_tensor, get_default_graph
+from zps.framework.graph import Operation, convert_to_tensor, get_default_graph
 from zps.framework.registry import register_op
 from zps.ops import array_ops
 from zps.ops.op_util import make_op
@@ -70,4 +70,9 @@ def cond_initialized(variable):
     return make_op("InitializedValue", [variable._ref(), variable.initial_value],
                    name=variable.op.name + "/initialized_value")
 
-
+__all__ = [
+    "no_op",
+    "group",
+    "tuple",
+    "with_dependencies",
+]

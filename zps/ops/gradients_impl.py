@@ -15,9 +15,16 @@ Broadcasting is undone here, once, for every op registered with ``broadcast=True
 """
 
 import collections
+import contextlib
 
 from zps.framework import registry
-from zps.framework.graph import IndexedSlices, Operation, Tensor, convert_to_tensor, get_default_graph
+from zps.framework.graph import (
+    IndexedSlices,
+    Operation,
+    Tensor,
+    convert_to_tensor,
+    get_default_graph,
+)
 
 
 def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
@@ -98,7 +105,7 @@ def _op_input_grads(op, out_grads, stop_ops, colocate, array_ops):
         out_grads = [array_ops.zeros_like(t) if g is None and t.dtype.is_floating else g
                      for t, g in zip(op._outputs, out_grads)]
     with graph.name_scope(op.name + "_grad"):
-        ctx = graph.colocate_with(op) if colocate else _nullcontext()
+        ctx = graph.colocate_with(op) if colocate else contextlib.nullcontext()
         with ctx:
             in_grads = opdef.grad_fn(op, *out_grads)
             in_grads = list(in_grads) if isinstance(in_grads, list | tuple) else [in_grads]
@@ -178,11 +185,3 @@ def _unique(items):
             seen.add(i)
             out.append(i)
     return out
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

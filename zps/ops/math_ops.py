@@ -12,8 +12,15 @@ from zps.framework.graph import Tensor, convert_to_tensor
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops
-from zps.ops.op_util import (broadcast_shape, check_same_dtype, const_axis, make_op, normalize_axis,
-                             same_shape, to_tensors)
+from zps.ops.op_util import (
+    broadcast_shape,
+    check_same_dtype,
+    const_axis,
+    make_op,
+    normalize_axis,
+    same_shape,
+    to_tensors,
+)
 
 
 def _binary(op_type, x, y, name):
@@ -358,3 +365,36 @@ def logical_not(x, name=None):
 
 
 _install_operators()
+
+__all__ = [
+    "cast",
+    "to_float",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "truediv",
+    "floordiv",
+    "div",
+    "sub",
+    "mul",
+    "realdiv",
+    "negative",
+    "neg",
+    "square",
+    "add_n",
+    "matmul",
+    "reduce_sum",
+    "reduce_mean",
+    "mod",
+    "pow",
+    "abs",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+]

@@ -185,3 +185,13 @@ def indexed_slices_update(op_type, ref, slices, use_locking, name):
     if not isinstance(slices, IndexedSlices):
         raise TypeError("sparse_delta must be an IndexedSlices, got %r" % (slices,))
     return _scatter(op_type, ref, slices.indices, slices.values, use_locking, name)
+
+__all__ = [
+    "assign",
+    "assign_add",
+    "assign_sub",
+    "scatter_update",
+    "scatter_add",
+    "scatter_sub",
+    "is_variable_initialized",
+]

@@ -14,12 +14,17 @@ v:0 [11. 12.]
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
-from zps.framework.graph import (GraphKeys, IndexedSlices, Tensor, convert_to_tensor,
-                                 get_default_graph, register_tensor_conversion_function)
-from zps.framework.tensor_shape import unknown_shape
-from zps.ops import array_ops, state_ops
+from zps.framework.graph import (
+    GraphKeys,
+    IndexedSlices,
+    Tensor,
+    convert_to_tensor,
+    get_default_graph,
+    register_tensor_conversion_function,
+)
 from zps.framework.registry import register_op
-from zps.framework.tensor_shape import TensorShape
+from zps.framework.tensor_shape import TensorShape, unknown_shape
+from zps.ops import array_ops, state_ops
 from zps.ops.op_util import make_op
 
 
@@ -258,3 +263,18 @@ def report_uninitialized_variables(var_list=None, name="report_uninitialized_var
         names = array_ops.constant([v.op.name for v in var_list], dtype=_dtypes.string)
         flags = [state_ops.is_variable_initialized(r) for r in refs]
         return make_op("ReportUninitialized", [names] + flags, name="report")
+
+__all__ = [
+    "Variable",
+    "global_variables",
+    "all_variables",
+    "local_variables",
+    "trainable_variables",
+    "model_variables",
+    "moving_average_variables",
+    "variables_initializer",
+    "global_variables_initializer",
+    "initialize_all_variables",
+    "local_variables_initializer",
+    "report_uninitialized_variables",
+]

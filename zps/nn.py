@@ -1,0 +1,4 @@
+"""``tf.nn``: neural-network ops (activations, losses, convolution, pooling, embeddings)."""
+
+from zps.ops.embedding_ops import *  # noqa: F403
+from zps.ops.nn_ops import *  # noqa: F403

@@ -1,0 +1,3 @@
+"""zps.ops.clip_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""zps.ops.embedding_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""zps.ops.init_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""zps.ops.nn_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""zps.ops.random_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""zps.ops.training_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""zps.ops.variable_scope (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""Optimizers (being written)."""
+
+__all__ = []
