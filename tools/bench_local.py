@@ -1,0 +1,154 @@
+"""Local (single-process) performance of zps against hand-written numpy, in the same run.
+
+    python tools/bench_local.py            # table
+    python tools/bench_local.py --json     # machine-readable
+
+(a) executor overhead: microseconds per op over a long chain of tiny (scalar) adds;
+(b) one training step of an MLP 784-512-512-10 at batch 128 (relu, softmax cross-entropy, SGD):
+    zps vs the same forward/backward/update written by hand in numpy. Rounds alternate between
+    the two so that machine noise hits both alike; medians are reported. Target: ratio <= 1.15.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import zps as tf
+
+LAYERS = (784, 512, 512, 10)
+
+
+def bench_op_overhead(chain=1000, repeats=30):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        t = x
+        for _ in range(chain):
+            t = t + 1.0
+        with tf.Session() as sess:
+            sess.run(t, {x: 0.0})
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                sess.run(t, {x: 0.0})
+                times.append(time.perf_counter() - start)
+    return statistics.median(times) / chain * 1e6
+
+
+def _init_params(rng):
+    params = []
+    for fan_in, fan_out in zip(LAYERS[:-1], LAYERS[1:]):
+        limit = np.sqrt(6.0 / (fan_in + fan_out))
+        params.append(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
+        params.append(np.zeros(fan_out, np.float32))
+    return params
+
+
+class NumpyMLP:
+    """The reference: forward, backward and SGD for the MLP, written directly in numpy."""
+
+    def __init__(self, params, lr):
+        self.params = [p.copy() for p in params]
+        self.lr = np.float32(lr)
+
+    def step(self, x, labels):
+        w1, b1, w2, b2, w3, b3 = self.params
+        h1 = np.maximum(x @ w1 + b1, 0)
+        h2 = np.maximum(h1 @ w2 + b2, 0)
+        logits = h2 @ w3 + b3
+        z = logits - logits.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p = e / e.sum(axis=1, keepdims=True)
+        n = x.shape[0]
+        loss = -np.log(p[np.arange(n), labels]).mean()
+        d3 = p
+        d3[np.arange(n), labels] -= 1
+        d3 /= n
+        g_w3, g_b3 = h2.T @ d3, d3.sum(0)
+        d2 = (d3 @ w3.T) * (h2 > 0)
+        g_w2, g_b2 = h1.T @ d2, d2.sum(0)
+        d1 = (d2 @ w2.T) * (h1 > 0)
+        g_w1, g_b1 = x.T @ d1, d1.sum(0)
+        for param, grad in zip(self.params, (g_w1, g_b1, g_w2, g_b2, g_w3, g_b3)):
+            param -= self.lr * grad
+        return loss
+
+
+class ZpsMLP:
+    """The same model as a TF1 graph run by a local zps Session."""
+
+    def __init__(self, params, lr):
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            self.x = tf.placeholder(tf.float32, [None, LAYERS[0]])
+            self.labels = tf.placeholder(tf.int64, [None])
+            variables = [tf.Variable(p) for p in params]
+            h = self.x
+            for i in range(0, len(variables), 2):
+                h = tf.matmul(h, variables[i]) + variables[i + 1]
+                if i + 2 < len(variables):
+                    h = tf.nn.relu(h)
+            self.loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=self.labels, logits=h))
+            self.train_op = tf.train.GradientDescentOptimizer(lr).minimize(self.loss)
+            self.sess = tf.Session()
+            self.sess.run(tf.global_variables_initializer())
+
+    def step(self, x, labels):
+        return self.sess.run([self.loss, self.train_op], {self.x: x, self.labels: labels})[0]
+
+
+def bench_mlp(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    params = _init_params(rng)
+    x = rng.standard_normal((batch, LAYERS[0])).astype(np.float32)
+    labels = rng.integers(0, LAYERS[-1], batch)
+    impls = {"numpy": NumpyMLP(params, lr), "zps": ZpsMLP(params, lr)}
+    # Same start, same batch: the two implementations must agree on the loss.
+    losses = {name: float(impl.step(x, labels)) for name, impl in impls.items()}
+    times = {name: [] for name in impls}
+    for _ in range(rounds):
+        for name, impl in impls.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                impl.step(x, labels)
+            times[name].append((time.perf_counter() - start) / steps)
+    med = {name: statistics.median(t) for name, t in times.items()}
+    return {
+        "numpy_ms": med["numpy"] * 1e3,
+        "zps_ms": med["zps"] * 1e3,
+        "ratio": med["zps"] / med["numpy"],
+        "first_loss_numpy": losses["numpy"],
+        "first_loss_zps": losses["zps"],
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="zps local benchmarks")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args(argv)
+    overhead = bench_op_overhead()
+    mlp = bench_mlp(steps=args.steps, rounds=args.rounds)
+    result = {"op_overhead_us": overhead, "mlp": mlp}
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+        return result
+    print("%-44s %12s" % ("benchmark", "value"))
+    print("-" * 57)
+    print("%-44s %9.2f us" % ("executor overhead per op (chain of 1000)", overhead))
+    print("%-44s %9.2f ms" % ("MLP 784-512-512-10 b128 step, numpy by hand", mlp["numpy_ms"]))
+    print("%-44s %9.2f ms" % ("MLP 784-512-512-10 b128 step, zps", mlp["zps_ms"]))
+    print("%-44s %9.3f x  (target <= 1.15)" % ("zps / numpy", mlp["ratio"]))
+    print("%-44s %9.4f / %.4f" % ("first-step loss numpy / zps", mlp["first_loss_numpy"],
+                                  mlp["first_loss_zps"]))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""``tf.contrib``: the TF1 contrib names that zps programs use (aliases of core functions)."""
+
+from zps.contrib import framework
+
+__all__ = ["framework"]

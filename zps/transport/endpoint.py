@@ -1,0 +1,492 @@
+"""The transport: one I/O thread owning every ZeroMQ socket of the process.
+
+A server ``bind``s a ROUTER at its address with a handler; clients ``request`` peers through one
+DEALER per peer address and get a ``concurrent.futures.Future`` back. Requests are matched to
+replies by id. Peers with requests in flight are pinged after a silence; a peer silent past its
+timeout fails those requests with :class:`PeerUnavailable` instead of leaving them hanging.
+
+The loop has the Majordomo shape: poll -> dispatch on header -> expire dead peers -> heartbeat.
+
+>>> t = Transport()
+>>> server = t.bind("127.0.0.1:0", lambda msg, responder: responder.reply({"echo": msg.body}))
+>>> t.request(server.address, "echo", {"x": 1}).result(timeout=5).body
+{'echo': {'x': 1}}
+>>> t.close()
+"""
+
+import collections
+import concurrent.futures
+import errno
+import itertools
+import logging
+import os
+import threading
+import time
+
+import zmq
+
+from zps.transport import codec, protocol
+
+log = logging.getLogger("zps.transport")
+
+POLL_INTERVAL_MS = 100    # the loop wakes at least this often to check deadlines and liveness
+
+
+class TransportError(Exception):
+    """Base class of transport failures."""
+
+
+class PeerUnavailable(TransportError):
+    """A peer could not be reached, or went silent with requests in flight."""
+
+    def __init__(self, address, reason):
+        super().__init__("peer %s is unavailable: %s" % (address, reason))
+        self.address = address
+        self.reason = reason
+
+
+class RequestTimeout(TransportError):
+    """A request's own deadline passed before its reply arrived."""
+
+    def __init__(self, address, method, timeout):
+        super().__init__("request %r to %s got no reply within %.1f s" % (method, address, timeout))
+        self.address = address
+        self.method = method
+
+
+class RemoteError(TransportError):
+    """The peer answered a request with an error: ``code``, ``message`` and ``op`` (plain data)."""
+
+    def __init__(self, code, message, op=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.op = op
+
+
+class BindError(TransportError):
+    """An address cannot be bound (in use, not local, malformed)."""
+
+
+def tcp_url(address):
+    """``host:port`` (or a URL) as a ZeroMQ tcp URL."""
+    if "://" in address:
+        scheme, rest = address.split("://", 1)
+        if scheme in ("zps", "grpc"):
+            return "tcp://" + rest
+        return address
+    return "tcp://" + address
+
+
+class Stats:
+    """Counters of one bound socket (read by status tools)."""
+
+    def __init__(self):
+        self.started = time.time()
+        self.messages_in = 0
+        self.messages_out = 0
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.malformed = 0
+        self.errors_sent = 0
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+
+class Responder:
+    """Answers one received request (from any thread, exactly once)."""
+
+    __slots__ = ("_transport", "_bound", "_identity", "_id", "_done", "method")
+
+    def __init__(self, transport, bound, identity, msg_id, method):
+        self._transport = transport
+        self._bound = bound
+        self._identity = identity
+        self._id = msg_id
+        self._done = False
+        self.method = method
+
+    def reply(self, body=None, tensors=()):
+        self._send(codec.encode(protocol.REPLY, self._id, body, tensors))
+
+    def error(self, code, message, op=None):
+        self._bound.stats.errors_sent += 1
+        self._send(codec.encode(protocol.ERROR, self._id,
+                                {"code": int(code), "message": str(message), "op": op}))
+
+    def _send(self, frames):
+        if self._done:
+            raise RuntimeError("request %d was already answered" % self._id)
+        self._done = True
+        self._transport._submit(lambda: self._bound.send([self._identity] + frames))
+
+
+class BoundSocket:
+    """A ROUTER bound at ``address`` whose requests go to ``handler(message, responder)``."""
+
+    def __init__(self, transport, socket, address, handler, limits):
+        self.transport = transport
+        self.socket = socket
+        self.address = address
+        self.handler = handler
+        self.limits = limits
+        self.stats = Stats()
+
+    def send(self, frames):
+        try:
+            self.socket.send_multipart(frames, copy=False)
+        except zmq.ZMQError as e:  # peer gone (ROUTER_MANDATORY): nothing to answer
+            log.debug("dropping reply on %s: %s", self.address, e)
+            return
+        self.stats.messages_out += 1
+        self.stats.bytes_out += sum(len(memoryview(f)) for f in frames[1:])
+
+    def close(self):
+        self.transport.unbind(self)
+
+
+class _Peer:
+    """The DEALER to one peer address, its requests in flight and when we last heard from it."""
+
+    def __init__(self, address, socket):
+        self.address = address
+        self.socket = socket
+        self.pending = {}         # request id -> (future, method, deadline or None)
+        self.last_heard = time.monotonic()
+        self.last_ping = 0.0
+        self.timeout = protocol.DEFAULT_PEER_TIMEOUT_S
+
+
+class Transport:
+    """Owns a ZeroMQ context and the I/O thread; thread-safe API."""
+
+    def __init__(self, context=None, name="zps-io"):
+        self._ctx = context or zmq.Context()
+        self._own_ctx = context is None
+        self._ids = itertools.count(1)
+        self._inbox = collections.deque()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        self._peers = {}
+        self._bound = {}
+        self._sockets = {}          # zmq socket -> _Peer | BoundSocket
+        self._poller = zmq.Poller()
+        self._poller.register(self._wake_r, zmq.POLLIN)
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    # -- public API (any thread) -----------------------------------------------------------------
+    def bind(self, address, handler, limits=None, bind_address=None):
+        """Bind a ROUTER at ``address`` (``host:port``; port 0 picks a free one).
+
+        ``bind_address`` binds another local address than the advertised one (e.g. 0.0.0.0 in a
+        container whose service name is not a local interface). Returns a BoundSocket whose
+        ``address`` is the actual ``host:port``.
+        """
+        return self._call(lambda: self._bind(address, handler, limits or codec.DEFAULT_LIMITS,
+                                             bind_address))
+
+    def unbind(self, bound):
+        if not self._closed:
+            self._call(lambda: self._unbind(bound))
+
+    def request(self, address, method, body=None, tensors=(), timeout=None, peer_timeout=None):
+        """Send a request; returns a Future of the reply Message.
+
+        ``timeout`` bounds this request (RequestTimeout); ``peer_timeout`` is how long the peer may
+        stay silent while requests are in flight (PeerUnavailable), default
+        protocol.DEFAULT_PEER_TIMEOUT_S.
+        """
+        future = concurrent.futures.Future()
+        msg_id = next(self._ids)
+        frames = codec.encode(protocol.REQUEST, msg_id, body, tensors, method=method)
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def send():
+            peer = self._peer(address)
+            if peer_timeout is not None:
+                peer.timeout = peer_timeout
+            if not peer.pending:
+                peer.last_heard = time.monotonic()
+            peer.pending[msg_id] = (future, method, deadline, timeout)
+            peer.socket.send_multipart(frames, copy=False)
+
+        self._submit(send, future)
+        return future
+
+    def send_oneway(self, address, method, body=None, tensors=()):
+        frames = codec.encode(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
+        self._submit(lambda: self._peer(address).socket.send_multipart(frames, copy=False))
+
+    def forget_peer(self, address):
+        """Close the connection to ``address`` (queued messages are dropped)."""
+        self._submit(lambda: self._drop_peer(address, "connection closed", fail=True))
+
+    def close(self):
+        """Stop the I/O thread and close every socket; pending requests fail."""
+        if self._closed:
+            return
+        self._closed = True
+        self._wake()
+        self._thread.join(timeout=10)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        if self._own_ctx:
+            self._ctx.term()
+
+    @property
+    def closed(self):
+        return self._closed
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _submit(self, fn, future=None):
+        if self._closed:
+            err = TransportError("transport is closed")
+            if future is not None:
+                future.set_exception(err)
+                return
+            raise err
+        if threading.current_thread() is self._thread:
+            self._run_safely(fn, future)
+            return
+        self._inbox.append((fn, future))
+        self._wake()
+
+    def _wake(self):
+        try:
+            os.write(self._wake_w, b"x")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (the loop is already awake) or closed
+
+    def _call(self, fn):
+        """Run ``fn`` on the I/O thread and return its result (or raise its exception)."""
+        future = concurrent.futures.Future()
+
+        def run():
+            future.set_result(fn())
+
+        self._submit(run, future)
+        return future.result(timeout=30)
+
+    @staticmethod
+    def _run_safely(fn, future):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - failures belong to the caller's future
+            if future is not None and not future.done():
+                future.set_exception(e)
+            else:
+                log.warning("transport action failed: %s", e)
+
+    # -- I/O thread ------------------------------------------------------------------------------
+    def _loop(self):
+        next_check = time.monotonic()
+        try:
+            while not self._closed:
+                events = dict(self._poller.poll(POLL_INTERVAL_MS))
+                if self._wake_r in events:
+                    try:
+                        while os.read(self._wake_r, 4096):
+                            pass
+                    except BlockingIOError:
+                        pass
+                while self._inbox:
+                    fn, future = self._inbox.popleft()
+                    self._run_safely(fn, future)
+                for sock in events:
+                    owner = self._sockets.get(sock)
+                    if owner is not None:
+                        self._drain(sock, owner)
+                now = time.monotonic()
+                if now >= next_check:
+                    self._check_peers(now)
+                    next_check = now + POLL_INTERVAL_MS / 1000.0
+        finally:
+            self._shutdown()
+
+    def _drain(self, sock, owner):
+        for _ in range(256):  # bounded, so one busy socket cannot starve the others
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            if isinstance(owner, BoundSocket):
+                self._on_server_message(owner, frames)
+            else:
+                self._on_peer_message(owner, frames)
+
+    def _on_server_message(self, bound, frames):
+        identity, frames = frames[0], frames[1:]
+        stats = bound.stats
+        stats.messages_in += 1
+        stats.bytes_in += sum(len(f.buffer) for f in frames)
+        try:
+            msg = codec.decode(frames, bound.limits)
+        except codec.ProtocolError as e:
+            stats.malformed += 1
+            log.warning("%s: malformed message dropped or refused: %s", bound.address, e)
+            self._refuse(bound, identity, frames, e)
+            return
+        if msg.kind == protocol.PING:
+            bound.send([identity] + codec.encode(protocol.PONG, msg.id))
+            return
+        if msg.kind not in (protocol.REQUEST, protocol.ONEWAY) or msg.method is None:
+            stats.malformed += 1
+            if msg.kind == protocol.REQUEST:
+                Responder(self, bound, identity, msg.id, None).error(
+                    3, "request without a method")
+            return
+        responder = Responder(self, bound, identity, msg.id, msg.method) \
+            if msg.kind == protocol.REQUEST else None
+        try:
+            bound.handler(msg, responder)
+        except Exception as e:  # noqa: BLE001 - a handler bug must not kill the I/O thread
+            log.exception("%s: handler failed on %r", bound.address, msg.method)
+            if responder is not None and not responder._done:
+                responder.error(13, "internal error handling %r: %s" % (msg.method, e))
+
+    def _refuse(self, bound, identity, frames, exc):
+        # Answer with an error if the header at least names a request id we can reply to.
+        try:
+            import msgpack
+            header = msgpack.unpackb(frames[0].buffer, raw=False)
+            if isinstance(header, dict) and header.get("k") == protocol.REQUEST \
+                    and isinstance(header.get("id"), int):
+                Responder(self, bound, identity, header["id"], None).error(
+                    3, "malformed message: %s" % exc)
+        except Exception:  # noqa: BLE001 - unparseable: nothing to answer, already counted
+            pass
+
+    def _on_peer_message(self, peer, frames):
+        peer.last_heard = time.monotonic()
+        try:
+            msg = codec.decode(frames)
+        except codec.ProtocolError as e:
+            log.warning("malformed reply from %s dropped: %s", peer.address, e)
+            return
+        if msg.kind == protocol.PONG:
+            return
+        entry = peer.pending.pop(msg.id, None)
+        if entry is None:
+            return  # a reply to a request that already timed out
+        future = entry[0]
+        if future.done():
+            return
+        if msg.kind == protocol.ERROR:
+            body = msg.body if isinstance(msg.body, dict) else {}
+            future.set_exception(RemoteError(body.get("code", 2), body.get("message", "remote error"),
+                                             body.get("op")))
+        else:
+            future.set_result(msg)
+
+    def _check_peers(self, now):
+        for peer in list(self._peers.values()):
+            if not peer.pending:
+                continue
+            for msg_id, (future, method, deadline, timeout) in list(peer.pending.items()):
+                if future.cancelled():
+                    del peer.pending[msg_id]
+                elif deadline is not None and now > deadline:
+                    del peer.pending[msg_id]
+                    future.set_exception(RequestTimeout(peer.address, method, timeout))
+            silent = now - peer.last_heard
+            if silent > peer.timeout:
+                self._drop_peer(peer.address, "no answer for %.1f s" % silent, fail=True)
+            elif silent > protocol.HEARTBEAT_INTERVAL_S and \
+                    now - peer.last_ping > protocol.HEARTBEAT_INTERVAL_S:
+                peer.last_ping = now
+                peer.socket.send_multipart(codec.encode(protocol.PING, 0))
+
+    def _peer(self, address):
+        peer = self._peers.get(address)
+        if peer is None:
+            sock = self._ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.SNDHWM, 0)
+            sock.setsockopt(zmq.RCVHWM, 0)
+            sock.setsockopt(zmq.RECONNECT_IVL, 50)
+            sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            sock.connect(tcp_url(address))
+            peer = self._peers[address] = _Peer(address, sock)
+            self._sockets[sock] = peer
+            self._poller.register(sock, zmq.POLLIN)
+        return peer
+
+    def _drop_peer(self, address, reason, fail):
+        peer = self._peers.pop(address, None)
+        if peer is None:
+            return
+        self._poller.unregister(peer.socket)
+        del self._sockets[peer.socket]
+        peer.socket.close(linger=0)
+        if fail:
+            for future, _method, _deadline, _timeout in peer.pending.values():
+                if not future.done():
+                    future.set_exception(PeerUnavailable(address, reason))
+        peer.pending.clear()
+
+    def _bind(self, address, handler, limits, bind_address):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise BindError("address %r must look like host:port" % address)
+        sock = self._ctx.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.RCVHWM, 0)
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.MAXMSGSIZE, max(limits.max_header_bytes, protocol.FRAME_BYTES))
+        local = bind_address or address
+        lhost, _, lport = local.rpartition(":")
+        url = "tcp://%s:%s" % (lhost, "*" if lport == "0" else lport)
+        try:
+            sock.bind(url)
+        except zmq.ZMQError as e:
+            sock.close(linger=0)
+            if e.errno == errno.EADDRINUSE:
+                raise BindError("address %s is already in use: another process (or server) is "
+                                "listening there; choose another port or stop it" % local) from None
+            if e.errno in (errno.EADDRNOTAVAIL, errno.ENODEV):
+                raise BindError("cannot bind %s: it is not an address of this host; pass a local "
+                                "bind address (e.g. 0.0.0.0:%s) if the cluster spec names a "
+                                "service" % (local, lport)) from None
+            raise BindError("cannot bind %s: %s" % (local, e)) from None
+        endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        actual_port = endpoint.rsplit(":", 1)[1]
+        advertised = "%s:%s" % (host, actual_port if port == "0" else port)
+        bound = BoundSocket(self, sock, advertised, handler, limits)
+        self._bound[advertised] = bound
+        self._sockets[sock] = bound
+        self._poller.register(sock, zmq.POLLIN)
+        return bound
+
+    def _unbind(self, bound):
+        if self._bound.pop(bound.address, None) is None:
+            return
+        self._poller.unregister(bound.socket)
+        del self._sockets[bound.socket]
+        bound.socket.close(linger=0)
+
+    def _shutdown(self):
+        while self._inbox:
+            _fn, future = self._inbox.popleft()
+            if future is not None and not future.done():
+                future.set_exception(TransportError("transport is closed"))
+        for address in list(self._peers):
+            self._drop_peer(address, "transport closed", fail=True)
+        for bound in list(self._bound.values()):
+            self._unbind(bound)
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_transport():
+    """The process-wide transport (one I/O thread per process), created on first use."""
+    global _default
+    with _default_lock:
+        if _default is None or _default.closed:
+            _default = Transport()
+        return _default
