@@ -12,7 +12,7 @@ from zps.framework.constant import constant, constant_value, register_constant_f
 from zps.framework.graph import IndexedSlices, Tensor, convert_to_tensor
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from zps.ops.op_util import make_op, normalize_axis, same_shape, scalar_shape
+from zps.ops.op_util import make_op, normalize_axis, same_shape
 
 
 # -- Placeholder ---------------------------------------------------------------------------------

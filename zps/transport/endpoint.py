@@ -3,7 +3,7 @@
 A server ``bind``s a ROUTER at its address with a handler; clients ``request`` peers through one
 DEALER per peer address and get a ``concurrent.futures.Future`` back. Requests are matched to
 replies by id. Peers with requests in flight are pinged after a silence; a peer silent past its
-timeout fails those requests with :class:`PeerUnavailable` instead of leaving them hanging.
+timeout fails those requests with :class:`PeerUnavailableError` instead of leaving them hanging.
 
 The loop has the Majordomo shape: poll -> dispatch on header -> expire dead peers -> heartbeat.
 
@@ -36,7 +36,7 @@ class TransportError(Exception):
     """Base class of transport failures."""
 
 
-class PeerUnavailable(TransportError):
+class PeerUnavailableError(TransportError):
     """A peer could not be reached, or went silent with requests in flight."""
 
     def __init__(self, address, reason):
@@ -45,7 +45,7 @@ class PeerUnavailable(TransportError):
         self.reason = reason
 
 
-class RequestTimeout(TransportError):
+class RequestTimeoutError(TransportError):
     """A request's own deadline passed before its reply arrived."""
 
     def __init__(self, address, method, timeout):
@@ -195,8 +195,8 @@ class Transport:
     def request(self, address, method, body=None, tensors=(), timeout=None, peer_timeout=None):
         """Send a request; returns a Future of the reply Message.
 
-        ``timeout`` bounds this request (RequestTimeout); ``peer_timeout`` is how long the peer may
-        stay silent while requests are in flight (PeerUnavailable), default
+        ``timeout`` bounds this request (RequestTimeoutError); ``peer_timeout`` is how long the peer may
+        stay silent while requests are in flight (PeerUnavailableError), default
         protocol.DEFAULT_PEER_TIMEOUT_S.
         """
         future = concurrent.futures.Future()
@@ -390,7 +390,7 @@ class Transport:
                     del peer.pending[msg_id]
                 elif deadline is not None and now > deadline:
                     del peer.pending[msg_id]
-                    future.set_exception(RequestTimeout(peer.address, method, timeout))
+                    future.set_exception(RequestTimeoutError(peer.address, method, timeout))
             silent = now - peer.last_heard
             if silent > peer.timeout:
                 self._drop_peer(peer.address, "no answer for %.1f s" % silent, fail=True)
@@ -424,7 +424,7 @@ class Transport:
         if fail:
             for future, _method, _deadline, _timeout in peer.pending.values():
                 if not future.done():
-                    future.set_exception(PeerUnavailable(address, reason))
+                    future.set_exception(PeerUnavailableError(address, reason))
         peer.pending.clear()
 
     def _bind(self, address, handler, limits, bind_address):
