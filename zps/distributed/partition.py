@@ -1,0 +1,180 @@
+"""Split the pruned graph of one step into per-task partitions joined by ``_Send``/``_Recv``.
+
+Every op is assigned to a task (its device's job and task; the master's task when unplaced; the
+task of a variable for ops that update it, as TF's placer does for reference edges). Each edge
+between tasks gets one ``_Send`` on the producer's task and one ``_Recv`` on the consumer's,
+shared by all consumers on that task; control edges between tasks carry an empty token. Fed
+tensors become placeholders in every partition that reads them.
+"""
+
+import collections
+
+import numpy as np
+
+from zps.distributed import transfer_ops  # noqa: F401 - registers _Send/_Recv
+from zps.framework import dtypes, errors
+from zps.framework.device import DeviceSpec
+from zps.framework.graph import Graph
+from zps.runtime.executor import prune
+
+
+class Task(collections.namedtuple("Task", ["job", "index"])):
+    """A task of the cluster; ``str(task)`` is its device prefix ``/job:ps/replica:0/task:1``."""
+
+    __slots__ = ()
+
+    def __str__(self):
+        return "/job:%s/replica:0/task:%d" % (self.job, self.index)
+
+
+class Partition:
+    """The part of one step that runs on one task."""
+
+    def __init__(self, task):
+        self.task = task
+        self.graph = Graph()
+        self.feeds = {}          # placeholder name in this graph -> index into the step's feeds
+        self.fetches = []        # (index into the step's fetches, tensor name in this graph)
+        self.targets = []        # op names in this graph that must run
+        self.mapped = {}         # source Tensor -> Tensor in this graph
+        self.mapped_ops = {}     # source Operation -> Operation in this graph
+
+    def add(self, op_type, inputs, attrs, name, control_inputs=()):
+        g = self.graph
+        with g.control_dependencies(list(control_inputs)):
+            return g.create_op(op_type, inputs, attrs, name=name)
+
+    def __repr__(self):
+        return "<Partition %s: %d ops>" % (self.task, len(self.graph.get_operations()))
+
+
+def task_of_device(device, default_task):
+    d = DeviceSpec.from_string(device or "")
+    if d.job is None:
+        return default_task
+    if d.task is None:
+        return Task(d.job, default_task.index if d.job == default_task.job else 0)
+    return Task(d.job, d.task)
+
+
+def assign_tasks(ops, default_task, known_tasks=None):
+    """Map each op to its Task, honouring colocation and reference edges."""
+    by_name = {op.name: op for op in ops}
+    task = {}
+    for op in ops:
+        target = by_name.get(op._colocation[0]) if op._colocation else None
+        device = target.device if target is not None else op.device
+        task[op] = task_of_device(device, default_task)
+    for op in ops:  # updates of a variable run where the variable lives (topological order)
+        for i in op.op_def.ref_inputs:
+            if i < len(op._inputs) and op._inputs[i].op in task:
+                task[op] = task[op._inputs[i].op]
+    if known_tasks is not None:
+        for op, t in task.items():
+            if t not in known_tasks:
+                jobs = sorted({k.job for k in known_tasks})
+                raise errors.InvalidArgumentError(
+                    op.name, op, "Cannot place op '%s' on %s: the cluster has no such task "
+                    "(jobs: %s). Fix the op's device or the cluster spec." % (op.name, t, jobs))
+    return task
+
+
+def partition(feeds, fetches, targets, default_task, known_tasks=None):
+    """Partitions of the step computing ``fetches`` and running ``targets`` given ``feeds``.
+
+    Returns ``{Task: Partition}`` for the tasks the step touches (and only those).
+    """
+    fed = {t: i for i, t in enumerate(feeds)}
+    ops = prune(fetches, targets, set(fed))
+    task = assign_tasks(ops, default_task, known_tasks)
+    parts = {}
+
+    def part(t):
+        p = parts.get(t)
+        if p is None:
+            p = parts[t] = Partition(t)
+        return p
+
+    sends = {}  # (source tensor or op, destination task) -> _Recv output in the destination
+
+    def value_in(p, t):
+        if t in fed:
+            ph = p.mapped.get(t)
+            if ph is None:
+                name = "_feed_%d" % fed[t]
+                ph = p.add("Placeholder", [], {"dtype": t.dtype, "shape": _shape_attr(t)}, name)
+                ph = ph.outputs[0]
+                p.feeds[ph.op.name] = fed[t]
+                p.mapped[t] = ph
+            return ph
+        src = task[t.op]
+        if src == p.task:
+            return p.mapped[t]
+        key = (t, p.task)
+        recv = sends.get(key)
+        if recv is None:
+            wire = "%s->%s:%s" % (src, p.task, t.name)
+            sp = part(src)
+            send = sp.add("_Send", [sp.mapped[t]], {"key": wire, "dst": str(p.task)},
+                          "_send/%s/%s" % (_safe(t.name), _safe(str(p.task))))
+            sp.targets.append(send.name)
+            recv = p.add("_Recv", [], {"key": wire, "src": str(src), "dtype": t.dtype,
+                                       "shape": _shape_attr(t)},
+                         "_recv/%s/%s" % (_safe(t.name), _safe(str(src)))).outputs[0]
+            sends[key] = recv
+        return recv
+
+    def control_in(p, c):
+        src = task[c]
+        if src == p.task:
+            return p.mapped_ops[c]
+        key = (c, p.task)
+        recv = sends.get(key)
+        if recv is None:
+            wire = "%s->%s:^%s" % (src, p.task, c.name)
+            sp = part(src)
+            token = sp.add("Const", [], {"value": _TOKEN, "dtype": _TOKEN_DTYPE},
+                           "_token/%s/%s" % (_safe(c.name), _safe(str(p.task))),
+                           control_inputs=[sp.mapped_ops[c]])
+            send = sp.add("_Send", [token.outputs[0]], {"key": wire, "dst": str(p.task)},
+                          "_send/^%s/%s" % (_safe(c.name), _safe(str(p.task))))
+            sp.targets.append(send.name)
+            recv = p.add("_Recv", [], {"key": wire, "src": str(src), "dtype": _TOKEN_DTYPE,
+                                       "shape": ()},
+                         "_recv/^%s/%s" % (_safe(c.name), _safe(str(src)))).outputs[0]
+            sends[key] = recv
+        return recv.op
+
+    for op in ops:
+        p = part(task[op])
+        inputs = [value_in(p, t) for t in op._inputs]
+        controls = [control_in(p, c) for c in op._control_inputs]
+        new = p.add(op.type, inputs, op._attrs, op.name + "/", control_inputs=controls)
+        new._device = op.device
+        new._colocation = list(op._colocation)
+        p.mapped_ops[op] = new
+        for src_t, dst_t in zip(op._outputs, new._outputs):
+            p.mapped[src_t] = dst_t
+
+    for i, t in enumerate(fetches):
+        if t not in fed:
+            p = parts[task[t.op]]
+            p.fetches.append((i, p.mapped[t].name))
+    for op in targets:
+        p = parts[task[op]]
+        p.targets.append(p.mapped_ops[op].name)
+    return parts
+
+
+def _shape_attr(t):
+    s = t.get_shape()
+    return None if s.ndims is None else tuple(s.as_list())
+
+
+def _safe(name):
+    return name.replace(":", "_").replace("/", "_").lstrip("_^") or "x"
+
+
+_TOKEN = np.zeros((), dtype=np.int8)
+_TOKEN.flags.writeable = False
+_TOKEN_DTYPE = dtypes.int8

@@ -1,0 +1,87 @@
+"""Serve ``Session("zps://host:port")`` (and ``grpc://``, the same thing) through a master.
+
+When the target server runs in this process (between-graph replication:
+``MonitoredTrainingSession(master=server.target)``), the session uses its master directly and
+nothing of the local part is serialized. Otherwise the session is a remote client: it registers
+each pruned step plan once with the master (a serialized subgraph) and then sends only feeds and
+receives fetches.
+"""
+
+import threading
+
+from zps.client import session as _session
+from zps.distributed.master import to_op_error
+from zps.distributed.server import local_server
+from zps.framework import errors
+from zps.runtime.executor import prune
+from zps.transport import endpoint
+
+
+def _address(target):
+    address = target.split("://", 1)[1].rstrip("/")
+    if ":" not in address:
+        raise errors.InvalidArgumentError(None, None, "Session target %r has no port; use "
+                                          "'zps://host:port'" % target)
+    return address
+
+
+def runner_for_target(target, graph, config):
+    address = _address(target)
+    server = local_server(address)
+    if server is not None:
+        return server.master_session(graph, config)
+    return RemoteMasterRunner(address, graph, config)
+
+
+class RemoteMasterRunner:
+    """A session's link to a master in another process."""
+
+    def __init__(self, address, graph, config):
+        self._address = address
+        self._graph = graph
+        ms = getattr(config, "operation_timeout_in_ms", 0) or 0
+        self._peer_timeout = ms / 1000.0 if ms > 0 else None
+        self._transport = endpoint.default_transport()
+        self._plans = {}
+        self._lock = threading.Lock()
+
+    def run(self, feeds, feed_values, fetches, targets, options=None, run_metadata=None):
+        key = (tuple(feeds), tuple(fetches), tuple(targets), self._graph._structure_version)
+        handle = self._plans.get(key)
+        if handle is None:
+            with self._lock:
+                handle = self._plans.get(key)
+                if handle is None:
+                    handle = self._plans[key] = self._register(feeds, fetches, targets)
+        try:
+            reply = self._request("RunStep", {"handle": handle}, feed_values)
+        except errors.AbortedError:
+            self._plans.pop(key, None)   # the master restarted: register again on retry
+            raise
+        return reply.tensors
+
+    def _register(self, feeds, fetches, targets):
+        ops = prune(fetches, targets, set(feeds))
+        ops += [t.op for t in feeds if t.op not in ops]
+        body = {"graph": self._graph.as_graph_def(ops=ops),
+                "feeds": [t.name for t in feeds], "fetches": [t.name for t in fetches],
+                "targets": [op.name for op in targets], "peer_timeout": self._peer_timeout}
+        return self._request("RegisterPlan", body).body["handle"]
+
+    def _request(self, method, body, tensors=()):
+        future = self._transport.request(self._address, method, body, tensors,
+                                         peer_timeout=self._peer_timeout)
+        try:
+            return future.result()
+        except Exception as e:  # noqa: BLE001 - every failure becomes the right OpError
+            raise to_op_error(e, "master", self._address) from e
+
+    def list_devices(self):
+        return []
+
+    def close(self):
+        self._plans.clear()
+
+
+_session.register_target_scheme("zps", runner_for_target)
+_session.register_target_scheme("grpc", runner_for_target)
