@@ -1,18 +1,32 @@
-"""Math ops: elementwise arithmetic, comparisons, reductions, matmul, casts.
+"""Math ops: elementwise arithmetic, unary functions, comparisons, reductions, matmul, casts.
 
 Each op is one block: registration (shape rule, kernel, gradient rule) next to its wrapper.
 Binary elementwise ops are registered with ``broadcast=True``: their gradient rules return
 gradients of the broadcast shape and ``gradients()`` sums them back to each input's shape.
+The Python operators of Tensor (``+ - * / // % ** @ & | ^ ~ < <= > >=``, unary ``-``, ``abs()``)
+are installed at the bottom.
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     x = tf.constant([[1.0, -4.0], [9.0, 2.0]])
+...     y = tf.reduce_max(tf.sqrt(tf.abs(x)), axis=1)
+...     print(tf.Session().run(y))
+[2. 3.]
 """
+
+import math
 
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
+from zps.framework import errors
+from zps.framework.constant import constant_value, register_constant_folder
 from zps.framework.graph import Tensor, convert_to_tensor
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops
 from zps.ops.op_util import (
+    bool_dtype,
     broadcast_shape,
     check_same_dtype,
     const_axis,
@@ -22,6 +36,8 @@ from zps.ops.op_util import (
     to_tensors,
 )
 
+_FLOATS = "float16, float32, float64"
+
 
 def _binary(op_type, x, y, name):
     x, y = to_tensors(x, y)
@@ -29,8 +45,20 @@ def _binary(op_type, x, y, name):
     return make_op(op_type, [x, y], name=name or op_type)
 
 
-def _unary(op_type, x, name):
-    return make_op(op_type, [convert_to_tensor(x)], name=name or op_type)
+def _unary(op_type, x, name, floats_only=False):
+    x = convert_to_tensor(x)
+    if floats_only and not x.dtype.is_floating:
+        raise TypeError("Value passed to parameter 'x' of %s has DataType %s not in list of allowed "
+                        "values: %s (%s). Cast it first, e.g. tf.cast(x, tf.float32)."
+                        % (op_type, x.dtype.name, _FLOATS, x.name))
+    return make_op(op_type, [x], name=name or op_type)
+
+
+def _check_bool(op_type, *tensors):
+    for t in tensors:
+        if not t.dtype.is_bool:
+            raise TypeError("%s takes bool tensors, but %s has dtype %s. Compare first (e.g. x > 0) "
+                            "or tf.cast it to tf.bool." % (op_type, t.name, t.dtype.name))
 
 
 # -- Cast ----------------------------------------------------------------------------------------
@@ -41,10 +69,19 @@ def _cast_kernel(ctx, x, DstT):  # noqa: N803 - TF1's attr name
 register_op("Cast", dtype=lambda op: op._attrs["DstT"], shape=same_shape, kernel=_cast_kernel,
             grad=lambda op, g: [cast(g, op.inputs[0].dtype)
                                 if op.inputs[0].dtype.is_floating else None])
+register_constant_folder("Cast", lambda op: _fold_cast(op))
+
+
+def _fold_cast(op):
+    value = constant_value(op.inputs[0])
+    return None if value is None else np.asarray(value).astype(op._attrs["DstT"].as_numpy_dtype)
 
 
 def cast(x, dtype, name=None):
-    """``x`` converted to ``dtype`` (floats to ints truncate toward zero)."""
+    """``x`` converted to ``dtype`` (floats to ints truncate toward zero).
+
+    Example: ``tf.cast(tf.constant([1.7, -1.7]), tf.int32)`` evaluates to ``[1, -1]``.
+    """
     x = convert_to_tensor(x)
     dtype = _dtypes.as_dtype(dtype)
     if x.dtype == dtype:
@@ -54,6 +91,18 @@ def cast(x, dtype, name=None):
 
 def to_float(x, name="ToFloat"):
     return cast(x, _dtypes.float32, name=name)
+
+
+def to_double(x, name="ToDouble"):
+    return cast(x, _dtypes.float64, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    return cast(x, _dtypes.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    return cast(x, _dtypes.int64, name=name)
 
 
 # -- binary arithmetic ---------------------------------------------------------------------------
@@ -66,58 +115,195 @@ register_op("Mul", shape=broadcast_shape, broadcast=True,
             grad=lambda op, g: [g * op.inputs[1], g * op.inputs[0]])
 
 
+def add(x, y, name=None):
+    """``x + y`` elementwise, with numpy broadcasting."""
+    return _binary("Add", x, y, name)
+
+
+def subtract(x, y, name=None):
+    """``x - y`` elementwise, with numpy broadcasting."""
+    return _binary("Sub", x, y, name)
+
+
+def multiply(x, y, name=None):
+    """``x * y`` elementwise, with numpy broadcasting."""
+    return _binary("Mul", x, y, name)
+
+
+sub = subtract
+mul = multiply
+
+
 def _realdiv_grad(op, g):
     x, y = op.inputs
     return [g / y, -g * x / (y * y)]
 
 
+# For integer inputs (only through tf.realdiv) the quotient truncates toward zero, as TF1's C++.
 register_op("RealDiv", shape=broadcast_shape, broadcast=True,
             kernel=lambda ctx, x, y: ctx.xp.true_divide(x, y).astype(x.dtype, copy=False),
             grad=_realdiv_grad)
 
 
-def add(x, y, name=None):
-    return _binary("Add", x, y, name)
+def realdiv(x, y, name=None):
+    """``x / y`` without casting integers (their quotient truncates toward zero)."""
+    return _binary("RealDiv", x, y, name)
 
 
-def subtract(x, y, name=None):
-    return _binary("Sub", x, y, name)
-
-
-def multiply(x, y, name=None):
-    return _binary("Mul", x, y, name)
-
-
-def divide(x, y, name=None):
-    """``x / y``: true division for floats, floor division for ints (TF1's ``tf.divide``)."""
-    x, y = to_tensors(x, y)
-    return truediv(x, y, name) if x.dtype.is_floating else floordiv(x, y, name)
+# TF1's __truediv__: integers are divided in this float type (None: already floating).
+_TRUEDIV_TABLE = {
+    _dtypes.uint8: _dtypes.float32, _dtypes.int8: _dtypes.float32, _dtypes.int16: _dtypes.float32,
+    _dtypes.int32: _dtypes.float64, _dtypes.int64: _dtypes.float64,
+}
 
 
 def truediv(x, y, name=None):
+    """``x / y`` as floats: int8/int16/uint8 are cast to float32, int32/int64 to float64 (TF1).
+
+    Example: ``tf.truediv(tf.constant(7), tf.constant(2))`` evaluates to ``3.5 (float64)``.
+    """
     x, y = to_tensors(x, y)
-    if x.dtype.is_integer:
-        x, y = cast(x, _dtypes.float64), cast(y, _dtypes.float64)
+    check_same_dtype("truediv", x, y)
+    float_type = _TRUEDIV_TABLE.get(x.dtype)
+    if float_type is not None:
+        x, y = cast(x, float_type), cast(y, float_type)
+    elif not x.dtype.is_floating:
+        raise TypeError("Invalid dtype %s in __truediv__ (%s / %s)" % (x.dtype.name, x.name, y.name))
     return _binary("RealDiv", x, y, name or "truediv")
 
 
-def floordiv(x, y, name=None):
-    return _binary("FloorDiv", x, y, name)
+def divide(x, y, name=None):
+    """``x / y`` with Python 3 semantics (TF1's ``tf.divide`` is ``x / y``): see ``truediv``."""
+    return truediv(x, y, name or "truediv")
 
 
 def div(x, y, name=None):
-    """TF1's ``tf.div``: floor division for ints, true division for floats."""
-    return divide(x, y, name)
+    """TF1's ``tf.div`` (Python 2 division): floor division for ints, true division for floats."""
+    x, y = to_tensors(x, y)
+    return realdiv(x, y, name) if x.dtype.is_floating else floordiv(x, y, name)
 
 
-sub = subtract
-mul = multiply
-realdiv = truediv
+def _check_integer_divisor(y):
+    if y.dtype.kind in "iu" and not y.all():
+        raise errors.InvalidArgumentError(None, None, "Integer division by zero")
 
+
+def _floordiv_kernel(ctx, x, y):
+    _check_integer_divisor(y)
+    return ctx.xp.floor_divide(x, y)
+
+
+register_op("FloorDiv", shape=broadcast_shape, broadcast=True, kernel=_floordiv_kernel, grad=None)
+
+
+def floordiv(x, y, name=None):
+    """``x // y``: the quotient rounded toward negative infinity (ints and floats)."""
+    return _binary("FloorDiv", x, y, name or "floordiv")
+
+
+def _floormod_kernel(ctx, x, y):
+    _check_integer_divisor(y)
+    return ctx.xp.mod(x, y)
+
+
+register_op("FloorMod", shape=broadcast_shape, broadcast=True, kernel=_floormod_kernel,
+            grad=lambda op, g: [g, -g * floordiv(op.inputs[0], op.inputs[1])])
+
+
+def floormod(x, y, name=None):
+    """``x % y`` with the sign of ``y`` (Python's rule): ``x == floordiv(x, y) * y + floormod(x, y)``."""
+    return _binary("FloorMod", x, y, name)
+
+
+mod = floormod
+
+
+def _pow_grad(op, g):
+    x, y = op.inputs
+    z = op.outputs[0]
+    # d/dy x**y = x**y * log(x), taken as 0 where x <= 0 (as TF1); log never sees x <= 0.
+    # Gradient rules select with 0/1 masks (x * mask): no NaN can leak from the other branch.
+    positive = cast(greater(x, 0.0), x.dtype)
+    log_x = log(x * positive + (1.0 - positive))
+    return [g * y * pow(x, y - 1.0), g * z * log_x]
+
+
+register_op("Pow", shape=broadcast_shape, broadcast=True,
+            kernel=lambda ctx, x, y: ctx.xp.power(x, y), grad=_pow_grad)
+
+
+def pow(x, y, name=None):  # noqa: A001 - TF1's public name
+    """``x ** y`` elementwise (integers to negative integer powers are an error)."""
+    return _binary("Pow", x, y, name)
+
+
+def _max_min_grad(x_wins):
+    # The gradient goes to the selected input; on ties to x (TF1's rule).
+    def grad(op, g):
+        x, y = op.inputs
+        to_x = cast(x_wins(x, y), g.dtype)
+        return [g * to_x, g * (1.0 - to_x)]
+    return grad
+
+
+register_op("Maximum", shape=broadcast_shape, broadcast=True,
+            kernel=lambda ctx, x, y: ctx.xp.maximum(x, y),
+            grad=_max_min_grad(lambda x, y: greater_equal(x, y)))
+register_op("Minimum", shape=broadcast_shape, broadcast=True,
+            kernel=lambda ctx, x, y: ctx.xp.minimum(x, y),
+            grad=_max_min_grad(lambda x, y: less_equal(x, y)))
+
+
+def maximum(x, y, name=None):
+    """The elementwise maximum of ``x`` and ``y`` (broadcasting).
+
+    Example: ``tf.maximum(tf.constant([1.0, 5.0]), 3.0)`` evaluates to ``[3., 5.]``.
+    """
+    return _binary("Maximum", x, y, name)
+
+
+def minimum(x, y, name=None):
+    """The elementwise minimum of ``x`` and ``y`` (broadcasting)."""
+    return _binary("Minimum", x, y, name)
+
+
+def _squared_difference_kernel(ctx, x, y):
+    d = x - y
+    d *= d  # in place: x - y is a fresh array (or an immutable scalar, then simply rebound)
+    return d
+
+
+def _squared_difference_grad(op, g):
+    x, y = op.inputs
+    gx = g * 2.0 * (x - y)
+    return [gx, -gx]
+
+
+register_op("SquaredDifference", shape=broadcast_shape, broadcast=True,
+            kernel=_squared_difference_kernel, grad=_squared_difference_grad)
+
+
+def squared_difference(x, y, name=None):
+    """``(x - y) ** 2`` elementwise (broadcasting)."""
+    return _binary("SquaredDifference", x, y, name)
+
+
+def scalar_mul(scalar, x, name=None):
+    """``scalar * x`` for a scalar (0-d) ``scalar``; raises ValueError for anything else."""
+    x = convert_to_tensor(x)
+    scalar = convert_to_tensor(scalar, dtype=x.dtype)
+    if scalar.get_shape().ndims != 0:
+        raise ValueError("Only scalar multiply works, got shape %s for %s"
+                         % (scalar.get_shape(), scalar.name))
+    return multiply(scalar, x, name)
+
+
+# -- unary functions -----------------------------------------------------------------------------
 register_op("Neg", shape=same_shape, kernel=lambda ctx, x: -x, grad=lambda op, g: [-g])
 
 
 def negative(x, name=None):
+    """``-x`` elementwise."""
     return _unary("Neg", x, name)
 
 
@@ -128,7 +314,234 @@ register_op("Square", shape=same_shape, kernel=lambda ctx, x: x * x,
 
 
 def square(x, name=None):
+    """``x * x`` elementwise."""
     return _unary("Square", x, name)
+
+
+register_op("Abs", shape=same_shape, kernel=lambda ctx, x: ctx.xp.abs(x),
+            grad=lambda op, g: [g * sign(op.inputs[0])])
+
+
+def abs(x, name=None):  # noqa: A001 - TF1's public name
+    """``|x|`` elementwise."""
+    return _unary("Abs", x, name)
+
+
+register_op("Sign", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sign(x),
+            grad=lambda op, g: [array_ops.zeros_like(op.inputs[0])])
+
+
+def sign(x, name=None):
+    """-1, 0 or 1 by the sign of each element (its gradient is zero, as TF1's)."""
+    return _unary("Sign", x, name)
+
+
+register_op("Sqrt", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sqrt(x),
+            grad=lambda op, g: [g * 0.5 / op.outputs[0]])
+
+
+def sqrt(x, name=None):
+    """The square root of each element."""
+    return _unary("Sqrt", x, name, floats_only=True)
+
+
+register_op("Rsqrt", shape=same_shape, kernel=lambda ctx, x: 1 / ctx.xp.sqrt(x),
+            grad=lambda op, g: [g * -0.5 * op.outputs[0] * op.outputs[0] * op.outputs[0]])
+
+
+def rsqrt(x, name=None):
+    """``1 / sqrt(x)`` elementwise."""
+    return _unary("Rsqrt", x, name, floats_only=True)
+
+
+register_op("Exp", shape=same_shape, kernel=lambda ctx, x: ctx.xp.exp(x),
+            grad=lambda op, g: [g * op.outputs[0]])
+
+
+def exp(x, name=None):
+    """``e ** x`` elementwise."""
+    return _unary("Exp", x, name, floats_only=True)
+
+
+register_op("Log", shape=same_shape, kernel=lambda ctx, x: ctx.xp.log(x),
+            grad=lambda op, g: [g / op.inputs[0]])
+
+
+def log(x, name=None):
+    """The natural logarithm of each element."""
+    return _unary("Log", x, name, floats_only=True)
+
+
+register_op("Log1p", shape=same_shape, kernel=lambda ctx, x: ctx.xp.log1p(x),
+            grad=lambda op, g: [g / (op.inputs[0] + 1.0)])
+
+
+def log1p(x, name=None):
+    """``log(1 + x)`` elementwise, accurate for small ``x``."""
+    return _unary("Log1p", x, name, floats_only=True)
+
+
+register_op("Tanh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.tanh(x),
+            grad=lambda op, g: [g * (1.0 - op.outputs[0] * op.outputs[0])])
+
+
+def tanh(x, name=None):
+    """The hyperbolic tangent of each element."""
+    return _unary("Tanh", x, name, floats_only=True)
+
+
+def _sigmoid_kernel(ctx, x):
+    # exp of a non-positive number never overflows, and e/(1+e) keeps precision for x << 0.
+    xp = ctx.xp
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1, e) / (1 + e)
+
+
+register_op("Sigmoid", shape=same_shape, kernel=_sigmoid_kernel,
+            grad=lambda op, g: [g * op.outputs[0] * (1.0 - op.outputs[0])])
+
+
+def sigmoid(x, name=None):
+    """``1 / (1 + exp(-x))`` elementwise, computed without overflow."""
+    return _unary("Sigmoid", x, name, floats_only=True)
+
+
+register_op("Reciprocal", shape=same_shape, kernel=lambda ctx, x: ctx.xp.reciprocal(x),
+            grad=lambda op, g: [-g * op.outputs[0] * op.outputs[0]])
+
+
+def reciprocal(x, name=None):
+    """``1 / x`` elementwise (integers truncate, as TF1's)."""
+    return _unary("Reciprocal", x, name)
+
+
+# Floor, Ceil and Round are piecewise constant: TF1 gives them no gradient.
+register_op("Floor", shape=same_shape, kernel=lambda ctx, x: ctx.xp.floor(x), grad=None)
+register_op("Ceil", shape=same_shape, kernel=lambda ctx, x: ctx.xp.ceil(x), grad=None)
+register_op("Round", shape=same_shape, kernel=lambda ctx, x: ctx.xp.round(x), grad=None)
+
+
+def floor(x, name=None):
+    """The largest integer not greater than each element."""
+    return _unary("Floor", x, name, floats_only=True)
+
+
+def ceil(x, name=None):
+    """The smallest integer not less than each element."""
+    return _unary("Ceil", x, name, floats_only=True)
+
+
+def round(x, name=None):  # noqa: A001 - TF1's public name
+    """Each element rounded to the nearest integer, halves to even (integers pass through)."""
+    x = convert_to_tensor(x)
+    return x if x.dtype.is_integer else _unary("Round", x, name)
+
+
+_erf_ufunc = np.frompyfunc(math.erf, 1, 1)
+
+register_op("Erf", shape=same_shape,
+            kernels={"numpy": lambda ctx, x: np.asarray(_erf_ufunc(x), dtype=x.dtype)},
+            grad=lambda op, g: [g * (2.0 / math.sqrt(math.pi)) * exp(-square(op.inputs[0]))])
+
+
+def erf(x, name=None):
+    """The Gauss error function of each element."""
+    return _unary("Erf", x, name, floats_only=True)
+
+
+register_op("IsFinite", dtype=bool_dtype, shape=same_shape,
+            kernel=lambda ctx, x: ctx.xp.isfinite(x), grad=None)
+register_op("IsNan", dtype=bool_dtype, shape=same_shape,
+            kernel=lambda ctx, x: ctx.xp.isnan(x), grad=None)
+register_op("IsInf", dtype=bool_dtype, shape=same_shape,
+            kernel=lambda ctx, x: ctx.xp.isinf(x), grad=None)
+
+
+def is_finite(x, name=None):
+    """True where ``x`` is neither infinite nor NaN."""
+    return _unary("IsFinite", x, name, floats_only=True)
+
+
+def is_nan(x, name=None):
+    """True where ``x`` is NaN."""
+    return _unary("IsNan", x, name, floats_only=True)
+
+
+def is_inf(x, name=None):
+    """True where ``x`` is +inf or -inf."""
+    return _unary("IsInf", x, name, floats_only=True)
+
+
+# -- comparisons and logic (bool outputs, no gradient) -------------------------------------------
+def _register_predicate(op_type, kernel):
+    register_op(op_type, dtype=bool_dtype, shape=broadcast_shape, kernel=kernel, grad=None)
+
+
+_register_predicate("Equal", lambda ctx, x, y: ctx.xp.equal(x, y))
+_register_predicate("NotEqual", lambda ctx, x, y: ctx.xp.not_equal(x, y))
+_register_predicate("Less", lambda ctx, x, y: ctx.xp.less(x, y))
+_register_predicate("LessEqual", lambda ctx, x, y: ctx.xp.less_equal(x, y))
+_register_predicate("Greater", lambda ctx, x, y: ctx.xp.greater(x, y))
+_register_predicate("GreaterEqual", lambda ctx, x, y: ctx.xp.greater_equal(x, y))
+_register_predicate("LogicalAnd", lambda ctx, x, y: ctx.xp.logical_and(x, y))
+_register_predicate("LogicalOr", lambda ctx, x, y: ctx.xp.logical_or(x, y))
+register_op("LogicalNot", shape=same_shape, kernel=lambda ctx, x: ctx.xp.logical_not(x), grad=None)
+
+
+def equal(x, y, name=None):
+    """``x == y`` elementwise (bool, broadcasting)."""
+    return _binary("Equal", x, y, name)
+
+
+def not_equal(x, y, name=None):
+    """``x != y`` elementwise (bool, broadcasting)."""
+    return _binary("NotEqual", x, y, name)
+
+
+def less(x, y, name=None):
+    """``x < y`` elementwise (bool, broadcasting)."""
+    return _binary("Less", x, y, name)
+
+
+def less_equal(x, y, name=None):
+    """``x <= y`` elementwise (bool, broadcasting)."""
+    return _binary("LessEqual", x, y, name)
+
+
+def greater(x, y, name=None):
+    """``x > y`` elementwise (bool, broadcasting)."""
+    return _binary("Greater", x, y, name)
+
+
+def greater_equal(x, y, name=None):
+    """``x >= y`` elementwise (bool, broadcasting)."""
+    return _binary("GreaterEqual", x, y, name)
+
+
+def logical_and(x, y, name=None):
+    """``x AND y`` of bool tensors (broadcasting)."""
+    x, y = to_tensors(x, y)
+    _check_bool("LogicalAnd", x, y)
+    return make_op("LogicalAnd", [x, y], name=name or "LogicalAnd")
+
+
+def logical_or(x, y, name=None):
+    """``x OR y`` of bool tensors (broadcasting)."""
+    x, y = to_tensors(x, y)
+    _check_bool("LogicalOr", x, y)
+    return make_op("LogicalOr", [x, y], name=name or "LogicalOr")
+
+
+def logical_xor(x, y, name="LogicalXor"):
+    """``x XOR y`` of bool tensors, as TF1: ``(x | y) & ~(x & y)``."""
+    return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=name)
+
+
+def logical_not(x, name=None):
+    """``NOT x`` of a bool tensor."""
+    x = convert_to_tensor(x)
+    _check_bool("LogicalNot", x)
+    return make_op("LogicalNot", [x], name=name or "LogicalNot")
 
 
 # -- AddN ----------------------------------------------------------------------------------------
@@ -203,6 +616,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 
 # -- reductions ----------------------------------------------------------------------------------
+# Every reduction op has attrs ``axis`` (sorted tuple of non-negative ints, or None: all axes) and
+# ``keepdims``; gradient rules reshape output-shaped tensors to the keepdims shape so that they
+# broadcast against the input.
 def _reduce_shape(op):
     s = op.inputs[0].get_shape()
     axes, keep = op._attrs["axis"], op._attrs["keepdims"]
@@ -216,7 +632,7 @@ def _reduce_shape(op):
 
 
 def _reduce_grad_to_input(op, g):
-    """``g`` reshaped so that it broadcasts against the reduction's input (keepdims shape)."""
+    """``g`` (shaped as the reduction's output) reshaped to broadcast against its input."""
     x = op.inputs[0]
     if op._attrs["keepdims"] or op._attrs["axis"] is None and not x.get_shape().ndims:
         return g
@@ -228,9 +644,34 @@ def _reduce_grad_shape_kernel(ctx, g, xshape, axis):
     return g.reshape(keep)
 
 
-register_op("ReduceGradShape", shape=lambda op: unknown_shape(), kernel=_reduce_grad_shape_kernel,
+def _reduce_grad_shape_shape(op):
+    xs = array_ops.shape_from_value(op.inputs[1])
+    if xs.ndims is None:
+        return unknown_shape()
+    axis = op._attrs["axis"]
+    return TensorShape([1 if axis is None or i in axis else d for i, d in enumerate(xs.as_list())])
+
+
+register_op("ReduceGradShape", shape=_reduce_grad_shape_shape, kernel=_reduce_grad_shape_kernel,
             grad=lambda op, g: [reduce_sum(g, axis=op._attrs["axis"])
                                 if op._attrs["axis"] is not None else reduce_sum(g), None])
+
+
+def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices=None, keep_dims=None):
+    x = convert_to_tensor(input_tensor)
+    if axis is not None and reduction_indices is not None:
+        raise ValueError("Cannot specify both 'axis' and 'reduction_indices'")
+    if keepdims is not None and keep_dims is not None:
+        raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'")
+    if axis is None:
+        axis = reduction_indices
+    if keep_dims is not None:
+        keepdims = keep_dims
+    axis = normalize_axis(const_axis(axis), x.get_shape().ndims, op_type)
+    if axis is not None and x.get_shape().ndims is None:
+        if any(a < 0 for a in axis):
+            raise ValueError("Negative reduction axes need a tensor of known rank (%s)" % x.name)
+    return make_op(op_type, [x], name=name or op_type, axis=axis, keepdims=bool(keepdims))
 
 
 def _sum_grad(op, g):
@@ -241,6 +682,15 @@ def _sum_grad(op, g):
 register_op("Sum", shape=_reduce_shape,
             kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.sum(axis=axis, keepdims=keepdims)),
             grad=_sum_grad)
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Sum over ``axis`` (all axes if None).
+
+    Example: ``tf.reduce_sum(tf.constant([[1, 2], [3, 4]]), axis=1)`` evaluates to ``[3, 7]``.
+    """
+    return _reduce("Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def _mean_kernel(ctx, x, axis, keepdims):
@@ -263,47 +713,206 @@ register_op("ReducedSize", dtype=lambda op: _dtypes.int32, shape=lambda op: Tens
             kernel=_reduced_size_kernel, grad=None)
 
 
-def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices=None, keep_dims=None):
-    x = convert_to_tensor(input_tensor)
-    if axis is None:
-        axis = reduction_indices
-    if keep_dims is not None:
-        keepdims = keep_dims
-    axis = normalize_axis(const_axis(axis), x.get_shape().ndims, op_type)
-    if axis is not None and x.get_shape().ndims is None:
-        if any(a < 0 for a in axis):
-            raise ValueError("Negative reduction axes need a tensor of known rank (%s)" % x.name)
-    return make_op(op_type, [x], name=name or op_type, axis=axis, keepdims=bool(keepdims))
-
-
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None, reduction_indices=None,
-               keep_dims=None):
-    """Sum over ``axis`` (all axes if None)."""
-    return _reduce("Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
-
-
-def reduce_mean(input_tensor, axis=None, keepdims=False, name=None, reduction_indices=None,
+def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                 keep_dims=None):
-    """Mean over ``axis`` (all axes if None)."""
+    """Mean over ``axis`` (all axes if None); integer means truncate, as TF1's."""
     return _reduce("Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def _max_min_reduce_grad(op, g):
+    # As TF1: the gradient is shared equally by all elements equal to the extreme value.
+    x = op.inputs[0]
+    y = _reduce_grad_to_input(op, op.outputs[0])
+    indicators = cast(equal(y, x), g.dtype)
+    num_selected = reduce_sum(indicators, axis=op._attrs["axis"], keepdims=True)
+    return [indicators / num_selected * _reduce_grad_to_input(op, g)]
+
+
+register_op("Max", shape=_reduce_shape, grad=_max_min_reduce_grad,
+            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.max(axis=axis, keepdims=keepdims)))
+register_op("Min", shape=_reduce_shape, grad=_max_min_reduce_grad,
+            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.min(axis=axis, keepdims=keepdims)))
+
+
+def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Maximum over ``axis`` (all axes if None); ties share the gradient equally."""
+    return _reduce("Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Minimum over ``axis`` (all axes if None); ties share the gradient equally."""
+    return _reduce("Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+register_op("Prod", shape=_reduce_shape,
+            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.prod(axis=axis, keepdims=keepdims)),
+            grad=lambda op, g: [_reduce_grad_to_input(op, g)
+                                * make_op("ProdOfOthers", [op.inputs[0]], axis=op._attrs["axis"])])
+
+
+def _prod_of_others_kernel(ctx, x, axis):
+    """Each element replaced by the product of the others of its reduction group.
+
+    Built from exclusive cumulative products from both ends, never by dividing, so zeros are fine.
+    """
+    xp = ctx.xp
+    axes = tuple(range(x.ndim)) if axis is None else axis
+    front = tuple(range(len(axes)))
+    moved = xp.moveaxis(x, axes, front)
+    flat = moved.reshape((-1,) + moved.shape[len(axes):])
+    out = xp.ones_like(flat)
+    if flat.shape[0] > 1:
+        out[1:] = xp.cumprod(flat[:-1], axis=0)
+        out[:-1] *= xp.cumprod(flat[:0:-1], axis=0)[::-1]
+    return xp.moveaxis(out.reshape(moved.shape), front, axes)
+
+
+def _prod_of_others_grad(op, g):
+    # d/dx_j sum_i g_i prod_{k != i} x_k = (sum_i g_i q_i - g_j q_j) / x_j: exact where x_j != 0.
+    x = op.inputs[0]
+    gq = g * op.outputs[0]
+    return [(reduce_sum(gq, axis=op._attrs["axis"], keepdims=True) - gq) / x]
+
+
+register_op("ProdOfOthers", shape=same_shape, kernel=_prod_of_others_kernel,
+            grad=_prod_of_others_grad)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                keep_dims=None):
+    """Product over ``axis`` (all axes if None); its gradient is exact also with zeros."""
+    return _reduce("Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+register_op("Any", shape=_reduce_shape, grad=None,
+            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.any(axis=axis, keepdims=keepdims)))
+register_op("All", shape=_reduce_shape, grad=None,
+            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.all(axis=axis, keepdims=keepdims)))
+
+
+def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Logical OR over ``axis`` of a bool tensor (all axes if None)."""
+    x = convert_to_tensor(input_tensor)
+    _check_bool("reduce_any", x)
+    return _reduce("Any", x, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Logical AND over ``axis`` of a bool tensor (all axes if None)."""
+    x = convert_to_tensor(input_tensor)
+    _check_bool("reduce_all", x)
+    return _reduce("All", x, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def _logsumexp_kernel(ctx, x, axis, keepdims):
+    xp = ctx.xp
+    m = x.max(axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)  # an all -inf (or any +inf) group must not give inf - inf
+    with np.errstate(divide="ignore"):  # log(0) = -inf is the answer for an all -inf group
+        out = xp.log(xp.exp(x - m).sum(axis=axis, keepdims=True)) + m
+    return out if keepdims else xp.squeeze(out, axis=axis)
+
+
+register_op("ReduceLogSumExp", shape=_reduce_shape, kernel=_logsumexp_kernel,
+            grad=lambda op, g: [_reduce_grad_to_input(op, g)
+                                * exp(op.inputs[0] - _reduce_grad_to_input(op, op.outputs[0]))])
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                     keep_dims=None):
+    """``log(sum(exp(x)))`` over ``axis``, computed without overflow (shifted by the maximum)."""
+    x = convert_to_tensor(input_tensor)
+    if not x.dtype.is_floating:
+        raise TypeError("reduce_logsumexp takes a float tensor; %s has dtype %s"
+                        % (x.name, x.dtype.name))
+    return _reduce("ReduceLogSumExp", x, axis, keepdims, name or "ReduceLogSumExp",
+                   reduction_indices, keep_dims)
+
+
+def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=_dtypes.int64, name=None,
+                  reduction_indices=None, keep_dims=None):
+    """The number of non-zero elements over ``axis`` (all axes if None), as ``dtype``."""
+    x = convert_to_tensor(input_tensor)
+    zero = "" if x.dtype == _dtypes.string else 0
+    nonzero = cast(not_equal(x, zero), _dtypes.int64)
+    counts = reduce_sum(nonzero, axis=axis, keepdims=keepdims, reduction_indices=reduction_indices,
+                        keep_dims=keep_dims)
+    return cast(counts, dtype, name=name or "count_nonzero")
+
+
+# -- ArgMax, ArgMin ------------------------------------------------------------------------------
+def _arg_reduce_shape(op):
+    s = op.inputs[0].get_shape()
+    if s.ndims is None:
+        return unknown_shape()
+    return TensorShape([d for i, d in enumerate(s.as_list()) if i != op._attrs["axis"]])
+
+
+def _arg_kernel(fn):
+    return lambda ctx, x, axis, output_type: ctx.xp.asarray(
+        fn(x, axis=axis), dtype=output_type.as_numpy_dtype)
+
+
+register_op("ArgMax", dtype=lambda op: op._attrs["output_type"], shape=_arg_reduce_shape,
+            kernel=_arg_kernel(lambda x, axis: x.argmax(axis=axis)), grad=None)
+register_op("ArgMin", dtype=lambda op: op._attrs["output_type"], shape=_arg_reduce_shape,
+            kernel=_arg_kernel(lambda x, axis: x.argmin(axis=axis)), grad=None)
+
+
+def _arg_reduce(op_type, input, axis, name, dimension, output_type):  # noqa: A002
+    if axis is not None and dimension is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dimension'")
+    axis = const_axis(dimension if axis is None else axis)
+    axis = 0 if axis is None else axis
+    if not isinstance(axis, int | np.integer):
+        raise TypeError("%s takes one axis (an int), got %r" % (op_type, axis))
+    axis = int(axis)
+    output_type = _dtypes.as_dtype(output_type)
+    if output_type not in (_dtypes.int32, _dtypes.int64):
+        raise TypeError("%s output_type must be int32 or int64, got %s" % (op_type, output_type.name))
+    x = convert_to_tensor(input)
+    ndims = x.get_shape().ndims
+    if ndims == 0:
+        raise ValueError("%s needs a tensor of rank >= 1, but %s is a scalar" % (op_type, x.name))
+    if ndims is not None:
+        axis = normalize_axis(axis, ndims, op_type)[0]
+    return make_op(op_type, [x], name=name or op_type, axis=axis, output_type=output_type)
+
+
+def argmax(input, axis=None, name=None, dimension=None, output_type=_dtypes.int64):  # noqa: A002
+    """The index of the largest value along ``axis`` (default 0; the first one on ties).
+
+    Example: ``tf.argmax(tf.constant([[1, 9], [7, 3]]), axis=1)`` evaluates to ``[1, 0] (int64)``.
+    """
+    return _arg_reduce("ArgMax", input, axis, name, dimension, output_type)
+
+
+def argmin(input, axis=None, name=None, dimension=None, output_type=_dtypes.int64):  # noqa: A002
+    """The index of the smallest value along ``axis`` (default 0; the first one on ties)."""
+    return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
 
 
 # -- operators on Tensor -------------------------------------------------------------------------
 def _install_operators():
-    def binary(fn):
-        return (lambda self, other: fn(self, other), lambda self, other: fn(other, self))
-
+    # Binary operators name their op as TF1 does ("add", "mul", "truediv", ...).
     table = {
-        "add": add, "sub": subtract, "mul": multiply, "truediv": _operator_truediv,
-        "floordiv": lambda x, y: floordiv(x, y), "mod": lambda x, y: mod(x, y),
-        "pow": lambda x, y: pow(x, y), "matmul": matmul,
-        "and": lambda x, y: logical_and(x, y), "or": lambda x, y: logical_or(x, y),
-        "xor": lambda x, y: logical_xor(x, y),
+        "add": add, "sub": subtract, "mul": multiply, "truediv": truediv, "floordiv": floordiv,
+        "mod": floormod, "pow": pow, "matmul": matmul,
+        "and": logical_and, "or": logical_or, "xor": logical_xor,
     }
-    for name, fn in table.items():
-        fwd, rev = binary(fn)
-        setattr(Tensor, "__%s__" % name, fwd)
-        setattr(Tensor, "__r%s__" % name, rev)
+    for op_name, fn in table.items():
+        def forward(self, other, fn=fn, op_name=op_name):
+            return fn(self, other, name=op_name)
+
+        def reverse(self, other, fn=fn, op_name=op_name):
+            return fn(other, self, name=op_name)
+
+        setattr(Tensor, "__%s__" % op_name, forward)
+        setattr(Tensor, "__r%s__" % op_name, reverse)
     Tensor.__neg__ = lambda self: negative(self)
     Tensor.__abs__ = lambda self: abs(self)
     Tensor.__invert__ = lambda self: logical_not(self)
@@ -313,82 +922,53 @@ def _install_operators():
     Tensor.__ge__ = lambda self, other: greater_equal(self, other)
 
 
-def _operator_truediv(x, y):
-    x, y = to_tensors(x, y)
-    return truediv(x, y)
-
-
-# Ops defined further down by the other math blocks (mod, pow, abs, comparisons, logical ops)
-# are looked up at call time by the operator lambdas above.
-def mod(x, y, name=None):
-    return _binary("FloorMod", x, y, name)
-
-
-def pow(x, y, name=None):  # noqa: A001 - TF1's public name
-    return _binary("Pow", x, y, name)
-
-
-def abs(x, name=None):  # noqa: A001
-    return _unary("Abs", x, name)
-
-
-def less(x, y, name=None):
-    return _binary("Less", x, y, name)
-
-
-def less_equal(x, y, name=None):
-    return _binary("LessEqual", x, y, name)
-
-
-def greater(x, y, name=None):
-    return _binary("Greater", x, y, name)
-
-
-def greater_equal(x, y, name=None):
-    return _binary("GreaterEqual", x, y, name)
-
-
-def logical_and(x, y, name=None):
-    return _binary("LogicalAnd", x, y, name)
-
-
-def logical_or(x, y, name=None):
-    return _binary("LogicalOr", x, y, name)
-
-
-def logical_xor(x, y, name="LogicalXor"):
-    return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=name)
-
-
-def logical_not(x, name=None):
-    return _unary("LogicalNot", x, name)
-
-
 _install_operators()
 
 __all__ = [
     "cast",
     "to_float",
+    "to_double",
+    "to_int32",
+    "to_int64",
     "add",
     "subtract",
     "multiply",
-    "divide",
-    "truediv",
-    "floordiv",
-    "div",
     "sub",
     "mul",
     "realdiv",
+    "truediv",
+    "divide",
+    "div",
+    "floordiv",
+    "floormod",
+    "mod",
+    "pow",
+    "maximum",
+    "minimum",
+    "squared_difference",
+    "scalar_mul",
     "negative",
     "neg",
     "square",
-    "add_n",
-    "matmul",
-    "reduce_sum",
-    "reduce_mean",
-    "mod",
-    "pow",
     "abs",
+    "sign",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "log",
+    "log1p",
+    "tanh",
+    "sigmoid",
+    "reciprocal",
+    "floor",
+    "ceil",
+    "round",
+    "erf",
+    "is_finite",
+    "is_nan",
+    "is_inf",
+    "equal",
+    "not_equal",
     "less",
     "less_equal",
     "greater",
@@ -397,4 +977,17 @@ __all__ = [
     "logical_or",
     "logical_xor",
     "logical_not",
+    "add_n",
+    "matmul",
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_any",
+    "reduce_all",
+    "reduce_logsumexp",
+    "count_nonzero",
+    "argmax",
+    "argmin",
 ]

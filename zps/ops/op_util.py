@@ -19,17 +19,21 @@ def make_op(op_type, inputs, name=None, num_outputs=None, **attrs):
 
 
 def to_tensors(*values, dtype=None):
-    """Convert values to tensors of one dtype: the first Tensor's dtype wins over Python values."""
+    """Values as tensors: Python/numpy values adopt the first tensor's (or ``dtype``'s) dtype.
+
+    Tensors keep their own dtype, so a mismatch between two tensors is left for the op to report
+    (``check_same_dtype`` raises a TypeError naming both dtypes).
+    """
+    symbolic = [isinstance(v, Tensor) or hasattr(v, "_as_graph_element") for v in values]
+    tensors = [convert_to_tensor(v) if s else None for v, s in zip(values, symbolic)]
     if dtype is None:
-        for v in values:
-            if isinstance(v, Tensor) or hasattr(v, "_as_graph_element"):
-                dtype = v.dtype.base_dtype
-                break
+        dtype = next((t.dtype.base_dtype for t in tensors if t is not None), None)
     if dtype is None:
         arrays = [v for v in values if isinstance(v, np.ndarray | np.generic)]
         if arrays:
             dtype = _dtypes.as_dtype(arrays[0].dtype)
-    return [convert_to_tensor(v, dtype=dtype) for v in values]
+    return [t if t is not None else convert_to_tensor(v, dtype=dtype)
+            for v, t in zip(values, tensors)]
 
 
 def static_shape_or_none(t):

@@ -1,0 +1,562 @@
+"""Math ops: values against numpy, dtypes, static shapes, gradients, operators and error messages."""
+
+import math
+
+import numpy as np
+import pytest
+
+import zps as tf
+from zps.testing.gradient_checker import GradCase, check_gradients
+
+R = np.random.default_rng(7)
+
+
+def _r(*shape):
+    return R.standard_normal(shape)
+
+
+def _pos(*shape):
+    return R.uniform(0.5, 2.0, shape)
+
+
+def _nonzero(*shape):
+    return R.uniform(0.5, 2.0, shape) * R.choice([-1.0, 1.0], shape)
+
+
+def _run(fetches, feed=None):
+    with tf.Session() as sess:
+        return sess.run(fetches, feed)
+
+
+def _second_derivative(fn):
+    return lambda x: tf.gradients(tf.reduce_sum(fn(x)), [x])[0]
+
+
+GRAD_CASES = [
+    GradCase("Abs", tf.abs, [_nonzero(3, 4)]),
+    GradCase("Sign", tf.sign, [_nonzero(3)]),
+    GradCase("Sqrt", tf.sqrt, [_pos(3, 2)]),
+    GradCase("Sqrt", _second_derivative(tf.sqrt), [_pos(3)], name="Sqrt_2nd"),
+    GradCase("Rsqrt", tf.rsqrt, [_pos(3)]),
+    GradCase("Exp", tf.exp, [_r(2, 3)]),
+    GradCase("Log", tf.log, [_pos(2, 3)]),
+    GradCase("Log1p", tf.log1p, [_pos(3)]),
+    GradCase("Tanh", tf.tanh, [_r(2, 3)]),
+    GradCase("Tanh", _second_derivative(tf.tanh), [_r(3)], name="Tanh_2nd"),
+    GradCase("Sigmoid", tf.sigmoid, [3 * _r(2, 3)]),
+    GradCase("Sigmoid", _second_derivative(tf.sigmoid), [_r(3)], name="Sigmoid_2nd"),
+    GradCase("Reciprocal", tf.reciprocal, [_nonzero(3)]),
+    GradCase("Erf", tf.erf, [_r(4)]),
+    GradCase("Maximum", tf.maximum, [_r(3, 4), _r(4)]),
+    GradCase("Minimum", tf.minimum, [_r(3, 1), _r(1, 4)]),
+    GradCase("FloorMod", tf.floormod, [3 * _r(2, 3), R.uniform(1, 2, (3,))]),
+    GradCase("Pow", tf.pow, [_pos(2, 3), _r(2, 3)]),
+    GradCase("Pow", tf.pow, [_r(4), np.full(4, 3.0)], wrt=[0], name="Pow_negative_base"),
+    GradCase("Pow", lambda x: x ** 2.5, [_pos(3)], name="Pow_operator"),
+    GradCase("SquaredDifference", tf.squared_difference, [_r(3, 4), _r(4)]),
+    GradCase("Max", lambda x: tf.reduce_max(x, axis=1), [_r(3, 4)], name="Max_axis"),
+    GradCase("Max", tf.reduce_max, [_r(3, 4)], name="Max_all"),
+    GradCase("Min", lambda x: tf.reduce_min(x, axis=[0], keepdims=True), [_r(3, 4)]),
+    GradCase("Prod", lambda x: tf.reduce_prod(x, axis=1), [_r(3, 4)], name="Prod_axis"),
+    GradCase("Prod", lambda x: tf.reduce_prod(x, axis=0),
+             [np.array([[0.0, 2.0], [3.0, 0.0], [0.0, 5.0]])], name="Prod_zeros"),
+    GradCase("Prod", tf.reduce_prod, [np.array([[1.5, 0.0], [-2.0, 0.7]])], name="Prod_all_one_zero"),
+    GradCase("ProdOfOthers", lambda x: tf.gradients(tf.reduce_prod(x, axis=[0, 2]), [x])[0],
+             [_nonzero(2, 3, 2)]),
+    GradCase("ReduceLogSumExp", lambda x: tf.reduce_logsumexp(x, axis=1), [_r(3, 4)],
+             name="ReduceLogSumExp_axis"),
+    GradCase("ReduceLogSumExp", lambda x: tf.reduce_logsumexp(x, keepdims=True), [_r(2, 3)],
+             name="ReduceLogSumExp_all"),
+]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)
+def test_gradient(case):
+    check_gradients(case)
+
+
+# -- unary ---------------------------------------------------------------------------------------
+X = np.array([[-2.5, -0.5, 0.0], [0.5, 1.5, 3.7]], dtype=np.float32)
+P = np.array([0.25, 1.0, 4.0, 9.0], dtype=np.float32)
+
+UNARY = [
+    (tf.abs, np.abs, X), (tf.sign, np.sign, X), (tf.negative, np.negative, X),
+    (tf.square, np.square, X), (tf.sqrt, np.sqrt, P), (tf.rsqrt, lambda v: 1 / np.sqrt(v), P),
+    (tf.exp, np.exp, X), (tf.log, np.log, P), (tf.log1p, np.log1p, X + 3), (tf.tanh, np.tanh, X),
+    (tf.sigmoid, lambda v: 1 / (1 + np.exp(-v)), X), (tf.reciprocal, np.reciprocal, P),
+    (tf.floor, np.floor, X), (tf.ceil, np.ceil, X), (tf.round, np.round, X),
+    (tf.erf, np.vectorize(math.erf), X),
+    (tf.abs, np.abs, np.array([-3, 0, 4], np.int32)), (tf.sign, np.sign, np.array([-3, 0, 4], np.int64)),
+    (tf.square, np.square, np.array([-3, 4], np.int32)),
+]
+
+
+@pytest.mark.parametrize("fn,np_fn,x", UNARY, ids=lambda v: getattr(v, "__name__", None))
+def test_unary_values(fn, np_fn, x):
+    with tf.Graph().as_default():
+        y = fn(tf.constant(x))
+        assert y.dtype == tf.as_dtype(x.dtype)
+        out = _run(y)
+    assert out.dtype == x.dtype
+    np.testing.assert_allclose(out, np_fn(x).astype(x.dtype), rtol=1e-6, atol=1e-7)
+
+
+def test_round_is_half_to_even_and_passes_integers_through():
+    with tf.Graph().as_default():
+        i = tf.constant([1, 2])
+        assert tf.round(i) is i
+        out = _run(tf.round(tf.constant([0.5, 1.5, 2.5, -0.5, -1.5])))
+    np.testing.assert_array_equal(out, [0.0, 2.0, 2.0, -0.0, -2.0])
+
+
+def test_sigmoid_is_accurate_in_both_tails():
+    with tf.Graph().as_default():
+        out = _run(tf.sigmoid(tf.constant([-800.0, -40.0, 0.0, 40.0, 800.0], tf.float64)))
+    np.testing.assert_allclose(out, [0.0, math.exp(-40) / (1 + math.exp(-40)), 0.5, 1.0, 1.0],
+                               rtol=1e-12)
+
+
+def test_reciprocal_of_ints_truncates():
+    with tf.Graph().as_default():
+        out = _run(tf.reciprocal(tf.constant([1, 2, -1], tf.int32)))
+    np.testing.assert_array_equal(out, [1, 0, -1])
+
+
+def test_is_finite_nan_inf():
+    v = np.array([1.0, np.inf, -np.inf, np.nan], np.float32)
+    with tf.Graph().as_default():
+        c = tf.constant(v)
+        out = _run([tf.is_finite(c), tf.is_nan(c), tf.is_inf(c)])
+    assert [o.tolist() for o in out] == [[True, False, False, False], [False, False, False, True],
+                                         [False, True, True, False]]
+
+
+@pytest.mark.parametrize("fn", [tf.sqrt, tf.exp, tf.log, tf.sigmoid, tf.tanh, tf.floor, tf.erf])
+def test_float_only_unary_rejects_ints_naming_op_and_dtype(fn):
+    with tf.Graph().as_default():
+        with pytest.raises(TypeError, match=r"DataType int32 not in list of allowed values"):
+            fn(tf.constant([1, 2]))
+
+
+def test_unary_shape_is_kept_partially_unknown():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        for fn in (tf.abs, tf.sqrt, tf.exp, tf.sigmoid, tf.floor, tf.erf):
+            assert fn(x).get_shape().as_list() == [None, 3]
+        assert tf.is_nan(x).dtype == tf.bool
+        assert tf.exp(tf.placeholder(tf.float32)).get_shape().ndims is None
+
+
+def test_piecewise_constant_ops_pass_no_gradient():
+    with tf.Graph().as_default():
+        x = tf.constant([1.5, 2.5])
+        for fn in (tf.floor, tf.ceil, tf.round):
+            assert tf.gradients(tf.reduce_sum(fn(x)), [x]) == [None]
+
+
+# -- binary --------------------------------------------------------------------------------------
+A = np.array([[-3.5, -1.0, 0.5], [2.0, 4.5, 7.0]], np.float32)
+B = np.array([1.5, -2.0, 0.5], np.float32)
+IM = np.array([[-7, -1, 0], [5, 8, 9]], np.int32)
+J = np.array([2, -3, 4], np.int32)
+
+BINARY = [
+    (tf.add, np.add, A, B), (tf.subtract, np.subtract, A, B), (tf.multiply, np.multiply, A, B),
+    (tf.truediv, np.true_divide, A, B), (tf.divide, np.true_divide, A, B),
+    (tf.realdiv, np.true_divide, A, B), (tf.div, np.true_divide, A, B),
+    (tf.maximum, np.maximum, A, B), (tf.minimum, np.minimum, A, B),
+    (tf.floordiv, np.floor_divide, A, B), (tf.floormod, np.mod, A, B), (tf.mod, np.mod, A, B),
+    (tf.pow, np.power, np.abs(A), B), (tf.squared_difference, lambda x, y: (x - y) ** 2, A, B),
+    (tf.add, np.add, IM, J), (tf.maximum, np.maximum, IM, J), (tf.minimum, np.minimum, IM, J),
+    (tf.floordiv, np.floor_divide, IM, J), (tf.floormod, np.mod, IM, J), (tf.div, np.floor_divide, IM, J),
+    (tf.pow, np.power, IM, np.abs(J)), (tf.squared_difference, lambda x, y: (x - y) ** 2, IM, J),
+    (tf.multiply, np.multiply, IM[:, :1], J),
+]
+
+
+@pytest.mark.parametrize("fn,np_fn,x,y", BINARY, ids=lambda v: getattr(v, "__name__", None))
+def test_binary_values_with_broadcasting(fn, np_fn, x, y):
+    with tf.Graph().as_default():
+        z = fn(tf.constant(x), tf.constant(y))
+        expected = np_fn(x, y).astype(x.dtype)
+        assert z.get_shape().as_list() == list(expected.shape)
+        out = _run(z)
+    assert out.dtype == expected.dtype
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype,result", [
+    (tf.int8, tf.float32), (tf.int16, tf.float32), (tf.uint8, tf.float32), (tf.int32, tf.float64),
+    (tf.int64, tf.float64), (tf.float16, tf.float16), (tf.float32, tf.float32),
+])
+def test_truediv_casts_integers_as_tf1(dtype, result):
+    with tf.Graph().as_default():
+        q = tf.truediv(tf.constant([7, 9], dtype), tf.constant([2, 4], dtype))
+        op_via_operator = tf.constant([7, 9], dtype) / tf.constant([2, 4], dtype)
+        divide = tf.divide(tf.constant([7, 9], dtype), 2)
+        assert q.dtype == op_via_operator.dtype == divide.dtype == result
+        np.testing.assert_allclose(_run(q), [3.5, 2.25])
+        np.testing.assert_allclose(_run(divide), [3.5, 4.5])
+
+
+def test_realdiv_of_ints_truncates_toward_zero():
+    with tf.Graph().as_default():
+        out = _run(tf.realdiv(tf.constant([7, -7]), tf.constant([2, 2])))
+    np.testing.assert_array_equal(out, [3, -3])
+
+
+@pytest.mark.parametrize("fn", [tf.floordiv, tf.floormod])
+def test_integer_division_by_zero_is_an_error(fn):
+    with tf.Graph().as_default():
+        z = fn(tf.constant([4, 5]), tf.constant([2, 0]), name="divide_me")
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero") as e:
+            _run(z)
+        assert e.value.op_name == "divide_me"
+
+
+def test_binary_dtype_mismatch_names_both_dtypes():
+    with tf.Graph().as_default():
+        f = tf.constant([1.0])
+        i = tf.constant([1])
+        for fn in (tf.add, tf.maximum, tf.equal, tf.pow, tf.truediv, lambda x, y: x * y):
+            with pytest.raises(TypeError, match=r"int32.*float32|float32.*int32"):
+                fn(f, i)
+
+
+def test_broadcast_error_names_op_and_shapes():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=r"3 and 4 for shapes \(2, 3\) and \(4\) \(op 'big_max'"):
+            tf.maximum(tf.zeros([2, 3]), tf.zeros([4]), name="big_max")
+
+
+def test_binary_static_shapes_partially_unknown():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        col = tf.placeholder(tf.float32, [None, 1])
+        assert tf.maximum(x, [1.0, 2.0, 3.0]).get_shape().as_list() == [None, 3]
+        assert tf.pow(col, tf.zeros([1, 4])).get_shape().as_list() == [None, 4]
+        assert tf.squared_difference(x, tf.placeholder(tf.float32)).get_shape().ndims is None
+        assert tf.less(x, 2.0).get_shape().as_list() == [None, 3]
+
+
+def test_maximum_minimum_ties_send_the_gradient_to_x():
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, 2.0, 3.0])
+        y = tf.constant([1.0, 5.0, 0.0])
+        out = _run(tf.gradients(tf.reduce_sum(tf.maximum(x, y)), [x, y])
+                   + tf.gradients(tf.reduce_sum(tf.minimum(x, y)), [x, y]))
+    np.testing.assert_array_equal(out, [[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]])
+
+
+def test_maximum_gradient_is_summed_back_to_broadcast_input():
+    with tf.Graph().as_default():
+        x = tf.constant([[1.0, -1.0], [3.0, -2.0]])
+        gy, = tf.gradients(tf.reduce_sum(tf.maximum(x, 0.0)), [x])
+        zero = tf.constant(0.0)
+        gz, = tf.gradients(tf.reduce_sum(tf.maximum(x, zero)), [zero])
+        assert gz.get_shape().as_list() == []
+        np.testing.assert_array_equal(_run(gy), [[1, 0], [1, 0]])
+        assert _run(gz) == 2.0
+
+
+def test_pow_gradient_wrt_exponent_is_zero_for_nonpositive_base():
+    with tf.Graph().as_default():
+        x = tf.constant([-2.0, 0.0, 2.0])
+        y = tf.constant([2.0, 2.0, 2.0])
+        gx, gy = _run(tf.gradients(tf.reduce_sum(tf.pow(x, y)), [x, y]))
+    np.testing.assert_allclose(gx, [-4.0, 0.0, 4.0])
+    np.testing.assert_allclose(gy, [0.0, 0.0, 4.0 * math.log(2.0)], rtol=1e-6)
+
+
+def test_scalar_mul():
+    with tf.Graph().as_default():
+        out = _run(tf.scalar_mul(2, tf.constant([1.0, 2.0])))
+        with pytest.raises(ValueError, match="Only scalar multiply"):
+            tf.scalar_mul([1.0, 2.0], tf.constant([1.0, 2.0]))
+    np.testing.assert_array_equal(out, [2.0, 4.0])
+
+
+# -- comparisons and logic -----------------------------------------------------------------------
+COMPARISONS = [
+    (tf.equal, np.equal), (tf.not_equal, np.not_equal), (tf.less, np.less),
+    (tf.less_equal, np.less_equal), (tf.greater, np.greater), (tf.greater_equal, np.greater_equal),
+]
+
+
+@pytest.mark.parametrize("fn,np_fn", COMPARISONS, ids=lambda v: getattr(v, "__name__", None))
+@pytest.mark.parametrize("x,y", [(A, B), (IM, J), (IM, np.int32(0))], ids=["float", "int", "scalar"])
+def test_comparisons(fn, np_fn, x, y):
+    with tf.Graph().as_default():
+        z = fn(tf.constant(x), y)
+        assert z.dtype == tf.bool
+        assert z.get_shape().as_list() == list(x.shape)
+        np.testing.assert_array_equal(_run(z), np_fn(x, y))
+
+
+def test_equal_on_strings_and_bools():
+    with tf.Graph().as_default():
+        s = tf.equal(tf.constant(["a", "b"]), "a")
+        b = tf.not_equal(tf.constant([True, False]), True)
+        assert _run([s, b]) and _run(s).tolist() == [True, False] and _run(b).tolist() == [False, True]
+
+
+def test_logical_ops():
+    p = np.array([[True, False], [True, True]])
+    q = np.array([True, False])
+    with tf.Graph().as_default():
+        tp, tq = tf.constant(p), tf.constant(q)
+        out = _run([tf.logical_and(tp, tq), tf.logical_or(tp, tq), tf.logical_xor(tp, tq),
+                    tf.logical_not(tp), tf.logical_and(tp, True)])
+        assert tf.logical_or(tp, tq).get_shape().as_list() == [2, 2]
+    for got, want in zip(out, [p & q, p | q, p ^ q, ~p, p]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_logical_ops_reject_non_bool():
+    with tf.Graph().as_default():
+        f = tf.constant([1.0])
+        with pytest.raises(TypeError, match=r"LogicalAnd takes bool tensors.*float32"):
+            tf.logical_and(f, f)
+        with pytest.raises(TypeError, match=r"LogicalNot takes bool tensors"):
+            tf.logical_not(f)
+        with pytest.raises(TypeError, match=r"reduce_any takes bool tensors"):
+            tf.reduce_any(f)
+
+
+def test_comparisons_have_no_gradient():
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, 2.0])
+        y = tf.cast(tf.less(x, 1.5), tf.float32) + tf.cast(tf.argmax(x), tf.float32)
+        assert tf.gradients(tf.reduce_sum(y), [x]) == [None]
+
+
+# -- reductions ----------------------------------------------------------------------------------
+M = np.array([[[3.0, -1.0, 2.0], [0.5, 4.0, -2.0]], [[1.0, 1.0, -3.0], [2.5, 0.0, 6.0]]],
+             np.float32)
+REDUCTIONS = [
+    (tf.reduce_sum, np.sum), (tf.reduce_mean, np.mean), (tf.reduce_max, np.max),
+    (tf.reduce_min, np.min), (tf.reduce_prod, np.prod),
+    (tf.reduce_logsumexp, lambda v, axis=None, keepdims=False:
+     np.log(np.sum(np.exp(v.astype(np.float64)), axis=axis, keepdims=keepdims))),
+]
+
+
+@pytest.mark.parametrize("fn,np_fn", REDUCTIONS, ids=lambda v: getattr(v, "__name__", None))
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (None, True), (1, False), ([0, 2], True),
+                                           (-1, False), ((), False)])
+def test_reduction_values(fn, np_fn, axis, keepdims):
+    np_axis = tuple(axis) if isinstance(axis, list) else axis
+    expected = np_fn(M, axis=np_axis, keepdims=keepdims)
+    with tf.Graph().as_default():
+        y = fn(tf.constant(M), axis=axis, keepdims=keepdims)
+        assert y.get_shape().as_list() == list(np.shape(expected))
+        assert y.dtype == tf.float32
+        np.testing.assert_allclose(_run(y), expected, rtol=1e-5)
+
+
+def test_reductions_of_ints_and_bools():
+    b = np.array([[True, False], [True, True]])
+    with tf.Graph().as_default():
+        i = tf.constant(IM)
+        out = _run([tf.reduce_max(i, 1), tf.reduce_min(i), tf.reduce_prod(i + 10, 0),
+                    tf.reduce_any(tf.constant(b), 1), tf.reduce_all(tf.constant(b), 0),
+                    tf.reduce_all(tf.constant(b))])
+    np.testing.assert_array_equal(out[0], IM.max(1))
+    assert out[1] == IM.min() and out[1].dtype == np.int32
+    np.testing.assert_array_equal(out[2], (IM + 10).prod(0))
+    np.testing.assert_array_equal(out[3], [True, True])
+    np.testing.assert_array_equal(out[4], [True, False])
+    assert not out[5]
+
+
+def test_reduction_legacy_argument_names():
+    with tf.Graph().as_default():
+        c = tf.constant(M)
+        y = tf.reduce_max(c, reduction_indices=[1], keep_dims=True)
+        assert y.get_shape().as_list() == [2, 1, 3]
+        np.testing.assert_array_equal(_run(y), M.max(axis=1, keepdims=True))
+        with pytest.raises(ValueError, match="both 'axis' and 'reduction_indices'"):
+            tf.reduce_min(c, axis=0, reduction_indices=0)
+        with pytest.raises(ValueError, match="both 'keepdims' and 'keep_dims'"):
+            tf.reduce_prod(c, keepdims=True, keep_dims=True)
+
+
+def test_reduction_shapes_partially_unknown():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3, 5])
+        assert tf.reduce_max(x, axis=1).get_shape().as_list() == [None, 5]
+        assert tf.reduce_prod(x, axis=-1, keepdims=True).get_shape().as_list() == [None, 3, 1]
+        assert tf.reduce_logsumexp(x).get_shape().as_list() == []
+        assert tf.reduce_any(tf.placeholder(tf.bool), axis=0).get_shape().ndims is None
+        with pytest.raises(ValueError, match="Invalid axis 3 for Max of a rank-3 tensor"):
+            tf.reduce_max(x, axis=3)
+        gx, = tf.gradients(tf.reduce_max(x, axis=1), [x])
+        assert gx.get_shape().as_list() == [None, 3, 5]
+
+
+def test_reduce_max_min_ties_share_the_gradient():
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
+    with tf.Graph().as_default():
+        c = tf.constant(x)
+        gmax, = tf.gradients(tf.reduce_max(c, axis=1), [c])
+        gmin, = tf.gradients(tf.reduce_min(c), [c])
+        out = _run([gmax, gmin])
+    np.testing.assert_allclose(out[0], [[0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
+    np.testing.assert_allclose(out[1], [[1, 0, 0], [0, 0, 0]])
+
+
+def test_reduce_prod_gradient_with_zeros():
+    x = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 4.0], [1.0, 2.0, 3.0]])
+    with tf.Graph().as_default():
+        c = tf.constant(x)
+        g, = tf.gradients(tf.reduce_prod(c, axis=1), [c])
+        out = _run(g)
+    np.testing.assert_allclose(out, [[6, 0, 0], [0, 0, 0], [6, 3, 2]])
+
+
+def test_reduce_logsumexp_is_stable():
+    x = np.array([[1000.0, 1000.0], [-np.inf, -np.inf], [np.inf, 0.0], [-1000.0, -1000.0]])
+    with tf.Graph().as_default():
+        out = _run(tf.reduce_logsumexp(tf.constant(x), axis=1))
+        with pytest.raises(TypeError, match="reduce_logsumexp takes a float tensor"):
+            tf.reduce_logsumexp(tf.constant([1, 2]))
+    np.testing.assert_allclose(out, [1000 + math.log(2), -np.inf, np.inf, -1000 + math.log(2)])
+
+
+def test_count_nonzero():
+    with tf.Graph().as_default():
+        c = tf.constant([[0.0, 1.5, 0.0], [2.0, -1.0, 0.0]])
+        y = tf.count_nonzero(c, axis=1)
+        z = tf.count_nonzero(c, keepdims=True, dtype=tf.int32)
+        assert y.dtype == tf.int64 and z.dtype == tf.int32
+        out = _run([y, z, tf.count_nonzero(tf.constant(["", "a", "b"]))])
+    np.testing.assert_array_equal(out[0], [1, 2])
+    np.testing.assert_array_equal(out[1], [[3]])
+    assert out[2] == 2
+
+
+# -- argmax / argmin -----------------------------------------------------------------------------
+def test_argmax_argmin():
+    x = np.array([[1.0, 9.0, 9.0], [7.0, 3.0, -1.0]], np.float32)
+    with tf.Graph().as_default():
+        c = tf.constant(x)
+        ys = [tf.argmax(c, axis=1), tf.argmin(c, 1), tf.argmax(c), tf.argmin(c, dimension=0),
+              tf.argmax(c, -1, output_type=tf.int32), tf.argmax(tf.constant(IM), 1)]
+        assert [y.dtype for y in ys] == [tf.int64] * 4 + [tf.int32, tf.int64]
+        assert [y.get_shape().as_list() for y in ys] == [[2], [2], [3], [3], [2], [2]]
+        out = _run(ys)
+    for got, want in zip(out, [x.argmax(1), x.argmin(1), x.argmax(0), x.argmin(0), x.argmax(1),
+                               IM.argmax(1)]):
+        np.testing.assert_array_equal(got, want)
+    assert out[4].dtype == np.int32
+
+
+def test_argmax_shapes_and_errors():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 4])
+        assert tf.argmax(x, -1).get_shape().as_list() == [None]
+        assert tf.argmin(x, 0).get_shape().as_list() == [4]
+        assert tf.argmax(tf.placeholder(tf.float32), 1).get_shape().ndims is None
+        with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dimension'"):
+            tf.argmax(x, axis=0, dimension=0)
+        with pytest.raises(ValueError, match="Invalid axis 2 for ArgMax"):
+            tf.argmax(x, 2)
+        with pytest.raises(TypeError, match="output_type must be int32 or int64"):
+            tf.argmax(x, 0, output_type=tf.float32)
+        with pytest.raises(ValueError, match="rank >= 1"):
+            tf.argmin(tf.constant(1.0))
+
+
+# -- Tensor operators ----------------------------------------------------------------------------
+T = np.array([1.0, 2.0, 4.0], np.float32)
+U = np.array([0.5, -2.0, 3.0], np.float32)
+K = np.array([7, -7, 9], np.int32)
+
+OPERATORS = [
+    ("t + u", lambda t, u, k: t + u, T + U), ("t - u", lambda t, u, k: t - u, T - U),
+    ("t * u", lambda t, u, k: t * u, T * U), ("t / u", lambda t, u, k: t / u, T / U),
+    ("t // u", lambda t, u, k: t // u, T // U), ("t % u", lambda t, u, k: t % u, T % U),
+    ("t ** 2", lambda t, u, k: t ** 2, T ** 2), ("-t", lambda t, u, k: -t, -T),
+    ("abs(u)", lambda t, u, k: abs(u), np.abs(U)),
+    ("2.0 - t", lambda t, u, k: 2.0 - t, 2.0 - T), ("2 + t", lambda t, u, k: 2 + t, 2 + T),
+    ("3.0 / t", lambda t, u, k: 3.0 / t, 3.0 / T), ("2.0 ** t", lambda t, u, k: 2.0 ** t, 2.0 ** T),
+    ("5.0 // t", lambda t, u, k: 5.0 // t, 5.0 // T), ("5.0 % t", lambda t, u, k: 5.0 % t, 5.0 % T),
+    ("np32 * t", lambda t, u, k: np.float32(2) * t, 2 * T),
+    ("np64 - t", lambda t, u, k: np.float64(2) - t, 2 - T),
+    ("npint + k", lambda t, u, k: np.int32(3) + k, 3 + K),
+    ("array + t", lambda t, u, k: U + t, U + T),
+    ("k // 2", lambda t, u, k: k // 2, K // 2), ("k % 4", lambda t, u, k: k % 4, K % 4),
+    ("20 // k", lambda t, u, k: 20 // k, 20 // K), ("k / 2", lambda t, u, k: k / 2, K / 2),
+    ("k ** 2", lambda t, u, k: k ** 2, K ** 2),
+    ("t < u", lambda t, u, k: t < u, T < U), ("t <= 2", lambda t, u, k: t <= 2, T <= 2),
+    ("t > u", lambda t, u, k: t > u, T > U), ("t >= 2.0", lambda t, u, k: t >= 2.0, T >= 2.0),
+    ("2 < t", lambda t, u, k: 2 < t, 2 < T),
+    ("&", lambda t, u, k: (t > 1) & (u > 0), (T > 1) & (U > 0)),
+    ("|", lambda t, u, k: (t > 1) | (u > 0), (T > 1) | (U > 0)),
+    ("^", lambda t, u, k: (t > 1) ^ (u > 0), (T > 1) ^ (U > 0)),
+    ("~", lambda t, u, k: ~(t > 1), ~(T > 1)),
+    ("True & b", lambda t, u, k: True & (t > 1), T > 1),
+]
+
+
+@pytest.mark.parametrize("expr,build,expected", OPERATORS, ids=[o[0] for o in OPERATORS])
+def test_operators(expr, build, expected):
+    with tf.Graph().as_default():
+        y = build(tf.constant(T), tf.constant(U), tf.constant(K))
+        assert isinstance(y, tf.Tensor)
+        assert y.dtype == tf.as_dtype(expected.dtype), expr
+        np.testing.assert_allclose(_run(y), expected, rtol=1e-6)
+
+
+def test_matmul_operator_both_ways():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    with tf.Graph().as_default():
+        ta, tb = tf.constant(a), tf.constant(b)
+        out = _run([ta @ tb, a @ tb, ta @ b])
+    for o in out:
+        np.testing.assert_allclose(o, a @ b)
+
+
+def test_operators_name_ops_as_tf1():
+    with tf.Graph().as_default():
+        t = tf.constant([1.0])
+        names = [(t + t).op.name, (t * 2).op.name, (2 - t).op.name, (t / t).op.name]
+    assert names == ["add", "mul", "sub", "truediv"]
+
+
+def test_operator_dtype_rules():
+    with tf.Graph().as_default():
+        f32 = tf.constant([1.0, 2.0])
+        f64 = tf.constant([1.0, 2.0], tf.float64)
+        i32 = tf.constant([1, 2])
+        assert (f64 * np.float32(2)).dtype == tf.float64  # Python/numpy values adopt the tensor's
+        assert (np.float32(2) * f64).dtype == tf.float64
+        assert (i32 + 2).dtype == tf.int32
+        with pytest.raises(TypeError, match=r"int32.*float32"):
+            f32 + i32
+        with pytest.raises(TypeError, match=r"float64.*float32"):
+            f32 - f64
+        with pytest.raises(TypeError, match=r"int32.*2\.5"):
+            i32 * 2.5
+        with pytest.raises(TypeError, match="LogicalAnd takes bool tensors"):
+            i32 & i32
+
+
+def test_tensor_is_not_usable_as_bool():
+    with tf.Graph().as_default():
+        with pytest.raises(TypeError, match="as a Python bool"):
+            bool(tf.constant(1.0) < 2.0)
+
+
+# -- casts ---------------------------------------------------------------------------------------
+def test_casts_and_their_constant_folding():
+    from zps.framework.constant import constant_value
+    with tf.Graph().as_default():
+        c = tf.constant([1.7, -1.7])
+        ys = [tf.to_int32(c), tf.to_int64(c), tf.to_double(c), tf.to_float(tf.constant([1, 2]))]
+        assert [y.dtype for y in ys] == [tf.int32, tf.int64, tf.float64, tf.float32]
+        np.testing.assert_array_equal(constant_value(ys[0]), [1, -1])
+        out = _run(ys)
+    np.testing.assert_array_equal(out[0], [1, -1])
+    assert out[2].dtype == np.float64
