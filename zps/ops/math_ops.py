@@ -639,8 +639,13 @@ def _reduce_grad_to_input(op, g):
     return make_op("ReduceGradShape", [g, array_ops.shape(x)], axis=op._attrs["axis"])
 
 
+def _resolved_axes(axis, rank):
+    return None if axis is None else {a % rank for a in axis} if rank else set()
+
+
 def _reduce_grad_shape_kernel(ctx, g, xshape, axis):
-    keep = [1 if (axis is None or i in axis) else int(d) for i, d in enumerate(xshape)]
+    axes = _resolved_axes(axis, len(xshape))
+    keep = [1 if (axes is None or i in axes) else int(d) for i, d in enumerate(xshape)]
     return g.reshape(keep)
 
 
@@ -648,8 +653,8 @@ def _reduce_grad_shape_shape(op):
     xs = array_ops.shape_from_value(op.inputs[1])
     if xs.ndims is None:
         return unknown_shape()
-    axis = op._attrs["axis"]
-    return TensorShape([1 if axis is None or i in axis else d for i, d in enumerate(xs.as_list())])
+    axes = _resolved_axes(op._attrs["axis"], xs.ndims)
+    return TensorShape([1 if axes is None or i in axes else d for i, d in enumerate(xs.as_list())])
 
 
 register_op("ReduceGradShape", shape=_reduce_grad_shape_shape, kernel=_reduce_grad_shape_kernel,
@@ -667,10 +672,8 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices=None,
         axis = reduction_indices
     if keep_dims is not None:
         keepdims = keep_dims
+    # With an unknown rank, negative axes stay negative: the kernels resolve them at run time.
     axis = normalize_axis(const_axis(axis), x.get_shape().ndims, op_type)
-    if axis is not None and x.get_shape().ndims is None:
-        if any(a < 0 for a in axis):
-            raise ValueError("Negative reduction axes need a tensor of known rank (%s)" % x.name)
     return make_op(op_type, [x], name=name or op_type, axis=axis, keepdims=bool(keepdims))
 
 
@@ -704,7 +707,8 @@ def _mean_grad(op, g):
 
 
 def _reduced_size_kernel(ctx, xshape, axis):
-    dims = [int(d) for i, d in enumerate(xshape) if axis is None or i in axis]
+    axes = _resolved_axes(axis, len(xshape))
+    dims = [int(d) for i, d in enumerate(xshape) if axes is None or i in axes]
     return np.array(int(np.prod(dims)) if dims else 1, dtype=np.int32)
 
 

@@ -38,13 +38,15 @@ class Variable:
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         graph = get_default_graph()
+        trainable = True if trainable is None else trainable
         collections = [GraphKeys.GLOBAL_VARIABLES] if collections is None else list(collections)
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         self._trainable = trainable
         self._constraint = constraint
         self._save_slice_info = None
-        with graph.name_scope(name or "Variable") as scope:
+        # Like TF1's init_scope: a variable never depends on the control context it is made in.
+        with graph.control_dependencies(None), graph.name_scope(name or "Variable") as scope:
             if callable(initial_value):
                 first = len(graph._ops_list)
                 with graph.name_scope("Initializer"), graph.device(None):
@@ -56,6 +58,9 @@ class Variable:
                                                         name="initial_value")
                 init_ops = []
             init_shape = self._initial_value.get_shape()
+            if validate_shape and shape is None and not init_shape.is_fully_defined():
+                raise ValueError("initial_value must have a shape specified: %s (or pass "
+                                 "validate_shape=False)" % self._initial_value)
             if shape is not None:
                 init_shape = init_shape.merge_with(shape) if validate_shape else unknown_shape()
             elif not validate_shape:
