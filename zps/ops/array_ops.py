@@ -1,18 +1,215 @@
-"""Array ops: placeholders, identity, shapes, reshaping, filling, joining, gathering.
+"""Array ops: placeholders, shapes, reshaping, filling, slicing and indexing, joining and
+splitting, padding and tiling, gathering, selecting.
 
 Each op is one block: its registration (dtype/shape rule, kernel, gradient rule) followed by the
-public wrapper that builds it.
+public wrapper that builds it. Shape rules use what is known statically, down to single entries
+of shape vectors, so that the usual TF1 idioms keep good static shapes:
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     x = tf.placeholder(tf.float32, [None, 3, 4])
+...     y = tf.reshape(x, [tf.shape(x)[0], -1])
+...     print(y.get_shape().as_list(), x[:, 1:, ::-2].get_shape().as_list())
+[None, 12] [None, 2, 2]
+
+``tf.range`` and ``tf.slice`` shadow Python builtins in this module, so the builtins are spelled
+``builtins.range`` and ``builtins.slice`` here.
 """
+
+import builtins
 
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
 from zps.framework.constant import constant, constant_value, register_constant_folder
-from zps.framework.graph import IndexedSlices, Tensor, convert_to_tensor
+from zps.framework.graph import (
+    IndexedSlices,
+    Tensor,
+    convert_to_tensor,
+    is_symbolic,
+    register_tensor_conversion_function,
+)
 from zps.framework.registry import register_op
-from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from zps.ops.op_util import make_op, normalize_axis, same_shape
+from zps.framework.tensor_shape import Dimension, TensorShape, as_shape, unknown_shape
+from zps.ops.op_util import const_axis, make_op, normalize_axis, same_shape, to_tensors
+
+newaxis = None  # tf.newaxis: ``x[:, tf.newaxis]`` inserts a dimension of size 1
+
+
+def _bad_input(msg, *args):
+    """A kernel failure the executor reports with the op's name."""
+    return errors.InvalidArgumentError(None, None, msg % args)
+
+
+def _outputs(parts):
+    # A kernel of a one-output op returns the array itself, of a multi-output op a sequence.
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def _axis_of(axis, ndims, op):
+    """One axis normalized against ``ndims`` (kept as given when the rank is unknown)."""
+    return normalize_axis(axis, ndims, "%s '%s'" % (op.type, op.name))[0]
+
+
+# -- static values (partial constant folding) ----------------------------------------------------
+# Shape rules need the values of small integer tensors (shape vectors, begins, sizes) even when
+# only some of their entries are known: ``tf.stack([tf.shape(x)[0], 5])`` is "?, 5". A partial
+# value is an object ndarray whose entries are numbers, None (unknown) or a _DimOf (an unknown
+# dimension of some tensor's shape, which lets reshape infer a -1 against its own input).
+_MAX_FOLD_ELEMENTS = 10000  # larger tensors are never folded at graph-building time
+_partial_rules = {}  # op type -> fn(op) -> object ndarray (value of output 0) or None
+
+
+class _DimOf:
+    """The statically unknown dimension ``index`` of ``tensor``'s shape."""
+
+    __slots__ = ("tensor", "index")
+
+    def __init__(self, tensor, index):
+        self.tensor, self.index = tensor, index
+
+    def __eq__(self, other):
+        return isinstance(other, _DimOf) and other.tensor is self.tensor and other.index == self.index
+
+    def __hash__(self):
+        return hash((id(self.tensor), self.index))
+
+
+def _is_int(v):
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def _is_number(v):
+    return v is not None and not isinstance(v, _DimOf)
+
+
+def _object_array(value):
+    """``value`` (an ndarray, or a single entry) as an object ndarray."""
+    if isinstance(value, np.ndarray):
+        return value.astype(object)
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
+
+
+def _object_vector(items):
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def partial_value(tensor):
+    """What is statically known of ``tensor``'s value: an object ndarray of numbers, None
+    (unknown) and symbolic dimensions, or None if the value's shape is unknown or too large."""
+    n = tensor.get_shape().num_elements()
+    if n is None or n > _MAX_FOLD_ELEMENTS:
+        return None
+    rule = _partial_rules.get(tensor.op.type)
+    if rule is not None and tensor.value_index == 0:
+        try:
+            value = rule(tensor.op)
+        except (ValueError, IndexError, TypeError):
+            value = None
+        if value is not None:
+            return value
+    known = constant_value(tensor)
+    if known is not None:
+        return _object_array(np.asarray(known))
+    return np.full(tensor.get_shape().as_list(), None, dtype=object)
+
+
+def _fold_known(op):
+    """Constant folder of an op with a partial-value rule: its value when every entry is known."""
+    n = op.outputs[0].get_shape().num_elements()
+    if n is None or n > _MAX_FOLD_ELEMENTS:
+        return None
+    value = _partial_rules[op.type](op)
+    if value is None or not all(_is_number(v) for v in value.flat):
+        return None
+    return np.array(value.tolist(), dtype=op.outputs[0].dtype.as_numpy_dtype).reshape(value.shape)
+
+
+def _register_partial(op_type, rule, fold=True):
+    _partial_rules[op_type] = rule
+    if fold:
+        register_constant_folder(op_type, _fold_known)
+
+
+def shape_from_value(t):
+    """The static shape described by the 1-D shape tensor ``t`` (unknown entries are None)."""
+    dims = partial_value(t)
+    if dims is not None and dims.ndim == 1:
+        return TensorShape([int(d) if _is_int(d) and d >= 0 else None for d in dims])
+    n = t.get_shape()
+    return unknown_shape(n[0].value if n.ndims == 1 else None)
+
+
+# A cast between integer types or an identity keeps the (partial) value.
+_register_partial("Identity", lambda op: partial_value(op.inputs[0]), fold=False)
+_register_partial("Cast", lambda op: partial_value(op.inputs[0])
+                  if op.inputs[0].dtype.is_integer and op.outputs[0].dtype.is_integer else None,
+                  fold=False)
+
+
+# -- tensor conversion: lists holding tensors are packed (TF1's autopacking) ---------------------
+def _contains_symbolic(value):
+    if isinstance(value, list | tuple):
+        return any(_contains_symbolic(v) for v in value)
+    return is_symbolic(value)
+
+
+def _autopack(value, dtype, name):
+    elems = [_autopack(v, dtype, None) if isinstance(v, list | tuple) and _contains_symbolic(v)
+             else convert_to_tensor(v, dtype=dtype) for v in value]
+    return stack(elems, name=name or "packed")
+
+
+def _first_symbolic_dtype(value):
+    if isinstance(value, list | tuple):
+        for v in value:
+            dt = _first_symbolic_dtype(v)
+            if dt is not None:
+                return dt
+        return None
+    return value.dtype.base_dtype if is_symbolic(value) and hasattr(value, "dtype") else None
+
+
+def _list_to_tensor(value, dtype=None, name=None):
+    if not _contains_symbolic(value):
+        return constant(value, dtype=dtype, name=name or "Const")
+    dtype = _dtypes.as_dtype(dtype) if dtype is not None else _first_symbolic_dtype(value)
+    return _autopack(value, dtype, name)
+
+
+register_tensor_conversion_function((list, tuple), _list_to_tensor)
+
+
+def _int_array(value, what):
+    """A shape-like Python value (list, array, TensorShape) as an int32 (or int64) ndarray."""
+    if isinstance(value, TensorShape):
+        if not value.is_fully_defined():
+            raise ValueError("%s must be fully defined, got the partially known shape %s"
+                             % (what, value))
+        value = value.as_list()
+    arr = np.asarray(value)
+    if arr.dtype == object:  # e.g. a list holding Dimensions
+        arr = np.asarray([int(d) for d in arr.reshape(-1)]).reshape(arr.shape)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TypeError("%s must hold integers, got %r" % (what, value))
+    big = arr.size and (arr.max() > np.iinfo(np.int32).max or arr.min() < np.iinfo(np.int32).min)
+    return arr.astype(np.int64 if big else np.int32)
+
+
+def _int_tensor(value, what):
+    """A shape-like argument (a Python value, a list holding scalar tensors, or a tensor) as an
+    integer tensor."""
+    if not (is_symbolic(value) or _contains_symbolic(value)):
+        return constant(_int_array(value, what))
+    t = convert_to_tensor(value)
+    if not t.dtype.is_integer:
+        raise TypeError("%s must be an int32 or int64 tensor, got %s (%s)" % (what, t.dtype.name, t.name))
+    return t
 
 
 # -- Placeholder ---------------------------------------------------------------------------------
@@ -73,12 +270,18 @@ def _shape_shape(op):
     return TensorShape([s.ndims])
 
 
+def _shape_partial(op):
+    x = op.inputs[0]
+    s = x.get_shape()
+    if s.ndims is None:
+        return None
+    return _object_vector([d if d is not None else _DimOf(x, i) for i, d in enumerate(s.as_list())])
+
+
 register_op("Shape", dtype=lambda op: op._attrs["out_type"], shape=_shape_shape,
             kernel=lambda ctx, x, out_type: np.array(x.shape, dtype=out_type.as_numpy_dtype),
             grad=None)
-register_constant_folder("Shape", lambda op: np.array(op.inputs[0].get_shape().as_list(),
-                                                      op._attrs["out_type"].as_numpy_dtype)
-                         if op.inputs[0].get_shape().is_fully_defined() else None)
+_register_partial("Shape", _shape_partial)
 
 
 def shape(input, name=None, out_type=_dtypes.int32):  # noqa: A002
@@ -87,83 +290,131 @@ def shape(input, name=None, out_type=_dtypes.int32):  # noqa: A002
                    out_type=_dtypes.as_dtype(out_type))
 
 
+def shape_n(input, out_type=_dtypes.int32, name=None):  # noqa: A002
+    """``[tf.shape(t) for t in input]``."""
+    return [shape(t, out_type=out_type) for t in input]
+
+
+register_op("Size", dtype=lambda op: op._attrs["out_type"], shape=lambda op: TensorShape([]),
+            kernel=lambda ctx, x, out_type: np.array(x.size, dtype=out_type.as_numpy_dtype),
+            grad=None)
+register_constant_folder("Size", lambda op: None if op.inputs[0].get_shape().num_elements() is None
+                         else np.array(op.inputs[0].get_shape().num_elements(),
+                                       op._attrs["out_type"].as_numpy_dtype))
+
+
+def size(input, name=None, out_type=_dtypes.int32):  # noqa: A002
+    """The number of elements of ``input`` as a scalar int tensor."""
+    return make_op("Size", [convert_to_tensor(input)], name=name or "Size",
+                   out_type=_dtypes.as_dtype(out_type))
+
+
+register_op("Rank", dtype=lambda op: _dtypes.int32, shape=lambda op: TensorShape([]),
+            kernel=lambda ctx, x: np.array(x.ndim, dtype=np.int32), grad=None)
+register_constant_folder("Rank", lambda op: None if op.inputs[0].get_shape().ndims is None
+                         else np.array(op.inputs[0].get_shape().ndims, np.int32))
+
+
+def rank(input, name=None):  # noqa: A002
+    """The number of dimensions of ``input`` as a scalar int32 tensor."""
+    return make_op("Rank", [convert_to_tensor(input)], name=name or "Rank")
+
+
 # -- Reshape -------------------------------------------------------------------------------------
 def _reshape_shape(op):
-    target = constant_value(op.inputs[1])
-    if target is None:
+    x = op.inputs[0]
+    target = partial_value(op.inputs[1])
+    if target is None or target.ndim != 1:
         n = op.inputs[1].get_shape()
-        return unknown_shape(n.as_list()[0] if n.is_fully_defined() else None)
-    target = [int(d) for d in np.asarray(target).reshape(-1)]
-    known = op.inputs[0].get_shape().num_elements()
-    if -1 in target:
-        rest = int(np.prod([d for d in target if d != -1]))
-        if known is not None:
-            if rest == 0 or known % rest:
-                raise ValueError("Cannot reshape a tensor with %d elements to shape %s (op '%s')"
-                                 % (known, target, op.name))
-            target = [known // rest if d == -1 else d for d in target]
-        else:
-            target = [None if d == -1 else d for d in target]
-    elif known is not None and known != int(np.prod(target)):
-        raise ValueError("Cannot reshape a tensor with %d elements to shape %s (%d elements) "
-                         "(op '%s')" % (known, target, int(np.prod(target)), op.name))
-    return TensorShape(target)
+        return unknown_shape(n[0].value if n.ndims == 1 else None)
+    target = list(target)
+    where = "(reshape of %s to %s, op '%s')" % (x.get_shape(), _shape_str(target), op.name)
+    ints = [int(d) for d in target if _is_int(d)]
+    if ints.count(-1) > 1 or any(d < -1 for d in ints):
+        raise ValueError("Only one dimension of the target shape can be -1, and no other may be "
+                         "negative %s" % where)
+    dims = [int(d) if _is_int(d) else None for d in target]
+    known = x.get_shape().num_elements()
+    if -1 not in dims:
+        if known is not None and None not in dims and known != int(np.prod(dims)):
+            raise ValueError("Cannot reshape a tensor with %d elements to shape %s (%d elements) %s"
+                             % (known, dims, int(np.prod(dims)), where))
+        return TensorShape(dims)
+    rest = int(np.prod([d for d in dims if d is not None and d != -1]))
+    unknown_target = [d for d in target if not _is_int(d)]
+    if not unknown_target and known is not None:
+        if rest == 0 or known % rest:
+            raise ValueError("Cannot reshape a tensor with %d elements to shape %s %s"
+                             % (known, dims, where))
+        dims[dims.index(-1)] = known // rest
+    else:
+        # Entries read from x's own runtime shape cancel x's unknown dimensions: the -1 then is
+        # the product of x's known dimensions over the rest (tf.reshape(x, [tf.shape(x)[0], -1])).
+        s = x.get_shape()
+        refs = sorted(d.index for d in unknown_target if isinstance(d, _DimOf) and d.tensor is x)
+        x_unknown = [] if s.ndims is None else [i for i, d in enumerate(s.as_list()) if d is None]
+        known_in = int(np.prod([d for d in s.as_list() if d is not None])) if s.ndims else 1
+        cancels = s.ndims is not None and len(refs) == len(unknown_target) and refs == x_unknown
+        dims[dims.index(-1)] = (known_in // rest if cancels and rest and known_in % rest == 0
+                                else None)
+    return TensorShape(dims)
 
 
-register_op("Reshape", shape=_reshape_shape,
-            kernel=lambda ctx, x, shape: x.reshape(shape),
+def _shape_str(entries):
+    return "[%s]" % ", ".join(str(int(d)) if _is_int(d) else "?" for d in entries)
+
+
+def _reshape_kernel(ctx, x, shape):
+    try:
+        return x.reshape(shape)
+    except ValueError:
+        raise _bad_input("Input to reshape is a tensor with %d values (shape %s), but the requested "
+                         "shape %s has %d", x.size, x.shape, list(shape),
+                         int(np.prod(shape))) from None
+
+
+register_op("Reshape", shape=_reshape_shape, kernel=_reshape_kernel,
             grad=lambda op, g: [reshape(g, shape(op.inputs[0])), None],
             aliases_input=True)
 
 
 def reshape(tensor, shape, name=None):  # noqa: F811 - `shape` shadows the op wrapper as in TF1
     """``tensor`` with the same values in a new shape (one dimension may be -1)."""
-    t = convert_to_tensor(tensor)
-    s = convert_to_tensor(shape, dtype=_dtypes.int32) if not isinstance(shape, Tensor) else shape
-    return make_op("Reshape", [t, s], name=name or "Reshape")
+    return make_op("Reshape", [convert_to_tensor(tensor), _int_tensor(shape, "reshape's shape")],
+                   name=name or "Reshape")
 
 
-# -- Fill, ZerosLike, OnesLike -------------------------------------------------------------------
-def shape_from_value(t):
-    """The static shape described by the 1-D shape tensor ``t`` (partly unknown if not constant)."""
-    dims = constant_value(t)
-    if dims is not None:
-        return TensorShape([int(d) for d in np.asarray(dims).reshape(-1)])
-    n = t.get_shape()
-    return unknown_shape(n.as_list()[0] if n.is_fully_defined() and n.ndims == 1 else None)
-
-
-def _fill_shape(op):
-    return shape_from_value(op.inputs[0])
-
-
-register_op("Fill", dtype=lambda op: op.inputs[1].dtype, shape=_fill_shape,
+# -- Fill, zeros, ones, ZerosLike, OnesLike ------------------------------------------------------
+register_op("Fill", dtype=lambda op: op.inputs[1].dtype, shape=lambda op: shape_from_value(op.inputs[0]),
             kernel=lambda ctx, dims, value: ctx.xp.full(tuple(dims), value, dtype=value.dtype),
             grad=lambda op, g: [None, _reduce_sum_all(g)])
 
 
 def fill(dims, value, name=None):
-    """A tensor of shape ``dims`` filled with the scalar ``value``."""
-    return make_op("Fill", [convert_to_tensor(dims, dtype=_dtypes.int32), convert_to_tensor(value)],
+    """A tensor of shape ``dims`` filled with the scalar ``value``: ``tf.fill([2, 3], 9)``."""
+    return make_op("Fill", [_int_tensor(dims, "fill's dims"), convert_to_tensor(value)],
                    name=name or "Fill")
 
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
-    """A tensor of zeros of the given shape (a list or a 1-D int tensor)."""
+    """A tensor of zeros of ``shape`` (a list or tuple, a TensorShape, or a 1-D int tensor)."""
     return _filled(shape, 0, dtype, name or "zeros")
 
 
 def ones(shape, dtype=_dtypes.float32, name=None):
-    """A tensor of ones of the given shape (a list or a 1-D int tensor)."""
+    """A tensor of ones of ``shape`` (a list or tuple, a TensorShape, or a 1-D int tensor)."""
     return _filled(shape, 1, dtype, name or "ones")
+
+
+_MAX_CONSTANT_FILL = 1000  # TF1: small filled tensors are constants, larger ones Fill ops
 
 
 def _filled(shape, value, dtype, name):
     dtype = _dtypes.as_dtype(dtype)
-    if not isinstance(shape, Tensor):
-        dims = [int(d) for d in (shape.as_list() if isinstance(shape, TensorShape) else
-                                 np.asarray(shape).reshape(-1))]
-        return constant(np.full(dims, value, dtype=dtype.as_numpy_dtype), name=name)
+    if not (is_symbolic(shape) or _contains_symbolic(shape)):
+        dims = _int_array(shape, "the shape of %s" % name)
+        if int(np.prod(dims)) < _MAX_CONSTANT_FILL:
+            return constant(np.full(dims.reshape(-1), value, dtype=dtype.as_numpy_dtype), name=name)
     return fill(shape, constant(value, dtype=dtype), name=name)
 
 
@@ -186,7 +437,7 @@ def ones_like(tensor, dtype=None, name=None, optimize=True):
 
 
 def _cast(x, dtype):
-    from zps.ops.math_ops import cast
+    from zps.ops.math_ops import cast  # math_ops imports this module
     return cast(x, dtype)
 
 
@@ -201,8 +452,8 @@ def _sum_to_shape_kernel(ctx, g, target):
     if g.shape == target:
         return g
     lead = g.ndim - len(target)
-    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(target)
-                                      if d == 1 and g.shape[i + lead] != 1)
+    axes = tuple(builtins.range(lead)) + tuple(i + lead for i, d in enumerate(target)
+                                               if d == 1 and g.shape[i + lead] != 1)
     out = g.sum(axis=axes, keepdims=True) if axes else g
     return out.reshape(target)
 
@@ -227,11 +478,542 @@ register_op("BroadcastTo", shape=lambda op: shape_from_value(op.inputs[1]),
 
 def broadcast_to(input, shape, name=None):  # noqa: A002, F811
     """``input`` broadcast (numpy rules) to ``shape``."""
-    s = shape if isinstance(shape, Tensor) else convert_to_tensor(shape, dtype=_dtypes.int32)
-    return make_op("BroadcastTo", [convert_to_tensor(input), s], name=name or "BroadcastTo")
+    return make_op("BroadcastTo", [convert_to_tensor(input), _int_tensor(shape, "broadcast_to's shape")],
+                   name=name or "BroadcastTo")
 
 
-# -- ConcatV2 ------------------------------------------------------------------------------------
+# -- Transpose -----------------------------------------------------------------------------------
+def _transpose_shape(op):
+    s, perm = op.inputs[0].get_shape(), op._attrs["perm"]
+    if s.ndims is None:
+        return unknown_shape(None if perm is None else len(perm))
+    dims = s.as_list()
+    if perm is None:
+        return TensorShape(dims[::-1])
+    if sorted(perm) != list(builtins.range(len(dims))):
+        raise ValueError("perm %s is not a permutation of the dimensions of shape %s (transpose, op "
+                         "'%s')" % (list(perm), s, op.name))
+    return TensorShape([dims[p] for p in perm])
+
+
+def _transpose_kernel(ctx, x, perm):
+    if perm is not None and len(perm) != x.ndim:
+        raise _bad_input("transpose expects a perm of size %d for input shape %s, got %s",
+                         x.ndim, x.shape, list(perm))
+    return ctx.xp.transpose(x, perm)
+
+
+def _transpose_grad(op, g):
+    perm = op._attrs["perm"]
+    return [transpose(g, None if perm is None else [int(i) for i in np.argsort(perm)])]
+
+
+register_op("Transpose", shape=_transpose_shape, kernel=_transpose_kernel, grad=_transpose_grad)
+
+
+def transpose(a, perm=None, name="transpose", conjugate=False):
+    """``a`` with its dimensions permuted: output dim i is input dim ``perm[i]`` (default:
+    reversed). ``tf.transpose(x, [1, 0])`` of a [2, 3] matrix is [3, 2]."""
+    perm = const_axis(perm, "transpose's perm")
+    perm = None if perm is None else tuple(int(p) for p in np.asarray(perm).reshape(-1))
+    return make_op("Transpose", [convert_to_tensor(a)], name=name or "transpose", perm=perm)
+
+
+# -- ExpandDims, Squeeze -------------------------------------------------------------------------
+def _expand_dims_shape(op):
+    s, axis = op.inputs[0].get_shape(), op._attrs["axis"]
+    if s.ndims is None:
+        return unknown_shape()
+    dims = s.as_list()
+    if not -len(dims) - 1 <= axis <= len(dims):
+        raise ValueError("expand_dims axis %d is out of range [%d, %d] for shape %s (op '%s')"
+                         % (axis, -len(dims) - 1, len(dims), s, op.name))
+    dims.insert(axis % (len(dims) + 1), 1)
+    return TensorShape(dims)
+
+
+register_op("ExpandDims", shape=_expand_dims_shape,
+            kernel=lambda ctx, x, axis: ctx.xp.expand_dims(x, axis),
+            grad=lambda op, g: [reshape(g, shape(op.inputs[0]))], aliases_input=True)
+
+
+def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002
+    """``input`` with a dimension of size 1 inserted at ``axis`` (``dim`` is the legacy name)."""
+    if (axis is None) == (dim is None):
+        raise ValueError("expand_dims needs exactly one of axis and dim, got axis=%r, dim=%r"
+                         % (axis, dim))
+    axis = const_axis(axis if dim is None else dim, "expand_dims's axis")
+    return make_op("ExpandDims", [convert_to_tensor(input)], name=name or "ExpandDims",
+                   axis=int(np.asarray(axis).reshape(-1)[0]))
+
+
+def _squeeze_shape(op):
+    s, axis = op.inputs[0].get_shape(), op._attrs["axis"]
+    if s.ndims is None:
+        return unknown_shape()
+    dims = s.as_list()
+    if not axis:
+        return unknown_shape() if None in dims else TensorShape([d for d in dims if d != 1])
+    axes = normalize_axis(list(axis), len(dims), "squeeze '%s'" % op.name)
+    for a in axes:
+        if dims[a] is not None and dims[a] != 1:
+            raise ValueError("Can not squeeze dim[%d], expected a dimension of 1, got %d (squeeze of "
+                             "shape %s, op '%s')" % (a, dims[a], s, op.name))
+    return TensorShape([d for i, d in enumerate(dims) if i not in axes])
+
+
+def _squeeze_kernel(ctx, x, axis):
+    if not axis:
+        return x.reshape([d for d in x.shape if d != 1])
+    for a in axis:
+        if not -x.ndim <= a < x.ndim or x.shape[a] != 1:
+            raise _bad_input("Can not squeeze dim[%d], expected a dimension of 1, got shape %s",
+                             a, x.shape)
+    return ctx.xp.squeeze(x, axis=tuple(axis))
+
+
+register_op("Squeeze", shape=_squeeze_shape, kernel=_squeeze_kernel,
+            grad=lambda op, g: [reshape(g, shape(op.inputs[0]))], aliases_input=True)
+
+
+def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
+    """``input`` without its dimensions of size 1 (only those in ``axis`` when given; naming a
+    dimension that is not 1 is an error). ``squeeze_dims`` is the legacy name of ``axis``."""
+    if squeeze_dims is not None:
+        if axis is not None:
+            raise ValueError("Cannot specify both 'axis' and 'squeeze_dims' in squeeze")
+        axis = squeeze_dims
+    axis = const_axis(axis, "squeeze's axis")
+    axis = () if axis is None else tuple(int(a) for a in np.asarray(axis).reshape(-1))
+    return make_op("Squeeze", [convert_to_tensor(input)], name=name or "Squeeze", axis=axis)
+
+
+# -- Tile, TileGrad ------------------------------------------------------------------------------
+def _tile_shape(op):
+    s, mult = op.inputs[0].get_shape(), partial_value(op.inputs[1])
+    if mult is None or mult.ndim != 1:
+        return unknown_shape(s.ndims)
+    if s.ndims is not None and s.ndims != len(mult):
+        raise ValueError("tile needs one multiple per dimension of its input: shape %s, multiples "
+                         "%s (op '%s')" % (s, _shape_str(mult), op.name))
+    if any(_is_int(m) and m < 0 for m in mult):
+        raise ValueError("tile multiples must be non-negative, got %s (op '%s')"
+                         % (_shape_str(mult), op.name))
+    dims = s.as_list() if s.ndims is not None else [None] * len(mult)
+    return TensorShape([d * int(m) if d is not None and _is_int(m) else None
+                        for d, m in zip(dims, mult)])
+
+
+def _tile_kernel(ctx, x, multiples):
+    reps = tuple(int(m) for m in multiples)
+    if len(reps) != x.ndim or any(m < 0 for m in reps):
+        raise _bad_input("tile expects %d non-negative multiples for input shape %s, got %s",
+                         x.ndim, x.shape, list(reps))
+    return ctx.xp.tile(x, reps)
+
+
+def _tile_grad_kernel(ctx, g, multiples, input_shape):
+    # The output is the input repeated m_i times along each axis i: viewed as
+    # [m_0, d_0, m_1, d_1, ...], the gradient sums over the m axes.
+    split = [int(v) for pair in zip(multiples, input_shape) for v in pair]
+    return ctx.xp.asarray(g.reshape(split).sum(axis=tuple(builtins.range(0, len(split), 2))))
+
+
+register_op("Tile", shape=_tile_shape, kernel=_tile_kernel,
+            grad=lambda op, g: [make_op("TileGrad", [g, op.inputs[1], shape(op.inputs[0])]), None])
+register_op("TileGrad", shape=lambda op: shape_from_value(op.inputs[2]), kernel=_tile_grad_kernel,
+            grad=lambda op, g: [tile(g, op.inputs[1]), None, None])
+
+
+def tile(input, multiples, name=None):  # noqa: A002
+    """``input`` repeated ``multiples[i]`` times along each axis i:
+    ``tf.tile([[1, 2]], [2, 1])`` is ``[[1, 2], [1, 2]]``."""
+    return make_op("Tile", [convert_to_tensor(input), _int_tensor(multiples, "tile's multiples")],
+                   name=name or "Tile")
+
+
+# -- Pad (PadV2, MirrorPad, MirrorPadGrad) -------------------------------------------------------
+def _pad_shape(op):
+    s, ps = op.inputs[0].get_shape(), op.inputs[1].get_shape()
+    mode = op._attrs.get("mode", "CONSTANT")
+    where = "(pad of shape %s, op '%s')" % (s, op.name)
+    if ps.ndims is not None and (ps.ndims != 2 or ps[1].value not in (2, None)):
+        raise ValueError("paddings must be a matrix of shape [rank, 2], got shape %s %s" % (ps, where))
+    rank = s.ndims if s.ndims is not None else ps[0].value
+    if s.ndims is not None and ps.ndims is not None and ps[0].value not in (None, s.ndims):
+        raise ValueError("paddings must have one row per input dimension: shape %s, paddings %s %s"
+                         % (s, ps, where))
+    pads = partial_value(op.inputs[1])
+    if rank is None or pads is None:
+        return unknown_shape(rank)
+    dims = s.as_list() if s.ndims is not None else [None] * rank
+    out = []
+    for i, (d, (a, b)) in enumerate(zip(dims, pads)):
+        if (_is_int(a) and a < 0) or (_is_int(b) and b < 0):
+            raise ValueError("paddings must be non-negative, got %s for dimension %d %s" % ([a, b], i, where))
+        limit = {"REFLECT": d - 1 if d is not None else None, "SYMMETRIC": d}.get(mode)
+        if limit is not None and any(_is_int(p) and p > limit for p in (a, b)):
+            raise ValueError("%s paddings must be at most %d for dimension %d of size %d, got %s %s"
+                             % (mode, limit, i, d, [a, b], where))
+        out.append(d + a + b if d is not None and _is_int(a) and _is_int(b) else None)
+    return TensorShape(out)
+
+
+def _pad_widths(x, paddings, mode):
+    if paddings.shape != (x.ndim, 2) or (paddings.size and paddings.min() < 0):
+        raise _bad_input("paddings must be a non-negative [%d, 2] matrix for input shape %s, got %s",
+                         x.ndim, x.shape, paddings.tolist())
+    widths = [(int(a), int(b)) for a, b in paddings]
+    limit = {"REFLECT": 1, "SYMMETRIC": 0}.get(mode)
+    if limit is not None:
+        for i, (d, (a, b)) in enumerate(zip(x.shape, widths)):
+            if max(a, b) > d - limit:
+                raise _bad_input("%s paddings must be at most %d for dimension %d of input shape %s,"
+                                 " got %s", mode, d - limit, i, x.shape, [a, b])
+    return widths
+
+
+def _pad_kernel(ctx, x, paddings, constant_values):
+    return ctx.xp.pad(x, _pad_widths(x, paddings, "CONSTANT"), mode="constant",
+                      constant_values=constant_values)
+
+
+def _pad_grad(op, g):
+    x, paddings = op.inputs[0], op.inputs[1]
+    return [slice(g, paddings[:, 0], shape(x, out_type=paddings.dtype)), None, None]
+
+
+register_op("PadV2", shape=_pad_shape, kernel=_pad_kernel, grad=_pad_grad)
+
+
+def _mirror_pad_kernel(ctx, x, paddings, mode):
+    return ctx.xp.pad(x, _pad_widths(x, paddings, mode), mode=mode.lower())
+
+
+def _along(axis, index):
+    return (builtins.slice(None),) * axis + (index,)
+
+
+def _mirror_pad_grad_kernel(ctx, g, paddings, mode):
+    # Fold each axis' padding back onto the entries it mirrors (REFLECT skips the edge entry).
+    offset = 1 if mode == "REFLECT" else 0
+    for axis, (before, after) in enumerate(paddings):
+        before, after = int(before), int(after)
+        if not before and not after:
+            continue
+        n = g.shape[axis] - before - after
+        core = g[_along(axis, builtins.slice(before, before + n))].copy()
+        core[_along(axis, builtins.slice(offset, offset + before))] += \
+            g[_along(axis, builtins.slice(before - 1, None, -1) if before else builtins.slice(0, 0))]
+        core[_along(axis, builtins.slice(n - offset - after, n - offset))] += \
+            g[_along(axis, builtins.slice(g.shape[axis] - 1, before + n - 1, -1))]
+        g = core
+    return g
+
+
+def _mirror_pad_grad_shape(op):
+    s, pads = op.inputs[0].get_shape(), partial_value(op.inputs[1])
+    if s.ndims is None or pads is None:
+        return unknown_shape(s.ndims)
+    return TensorShape([d - a - b if d is not None and _is_int(a) and _is_int(b) else None
+                        for d, (a, b) in zip(s.as_list(), pads)])
+
+
+register_op("MirrorPad", shape=_pad_shape, kernel=_mirror_pad_kernel,
+            grad=lambda op, g: [make_op("MirrorPadGrad", [g, op.inputs[1]], mode=op._attrs["mode"]),
+                                None])
+register_op("MirrorPadGrad", shape=_mirror_pad_grad_shape, kernel=_mirror_pad_grad_kernel,
+            grad=lambda op, g: [make_op("MirrorPad", [g, op.inputs[1]], mode=op._attrs["mode"]),
+                                None])
+
+
+def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+    """``tensor`` padded by ``paddings[i] = [before, after]`` entries along each axis i, with
+    ``constant_values`` (CONSTANT) or by mirroring without (REFLECT) or with (SYMMETRIC) the edge."""
+    x = convert_to_tensor(tensor)
+    p = _int_tensor(paddings, "pad's paddings")
+    mode = str(mode).upper()
+    if mode == "CONSTANT":
+        return make_op("PadV2", [x, p, convert_to_tensor(constant_values, dtype=x.dtype)],
+                       name=name or "Pad")
+    if mode in ("REFLECT", "SYMMETRIC"):
+        return make_op("MirrorPad", [x, p], name=name or "MirrorPad", mode=mode)
+    raise ValueError("Unknown padding mode %r: expected 'CONSTANT', 'REFLECT' or 'SYMMETRIC'" % mode)
+
+
+# -- Slice ---------------------------------------------------------------------------------------
+def _slice_shape(op):
+    s = op.inputs[0].get_shape()
+    begin, size_ = partial_value(op.inputs[1]), partial_value(op.inputs[2])
+    n = s.ndims
+    for v in (begin, size_):
+        if v is not None and n is not None and v.shape != (n,):
+            raise ValueError("slice of a rank-%d tensor (shape %s) needs %d begin and size entries, "
+                             "got begin %s and size %s (op '%s')"
+                             % (n, s, n, op.inputs[1].get_shape(), op.inputs[2].get_shape(), op.name))
+        n = len(v) if v is not None else n
+    if n is None:
+        return unknown_shape()
+    dims = s.as_list() if s.ndims is not None else [None] * n
+    begin = begin if begin is not None else [None] * n
+    size_ = size_ if size_ is not None else [None] * n
+    out = []
+    for i, (d, b, k) in enumerate(zip(dims, begin, size_)):
+        end = (d if k == -1 else b + k) if _is_int(b) and _is_int(k) and (k != -1 or d is not None) else None
+        if end is not None and not (0 <= b <= end and (d is None or end <= d)):
+            raise ValueError("slice out of range in dimension %d: begin %d, size %d for shape %s "
+                             "(op '%s')" % (i, b, k, s, op.name))
+        out.append(end - b if end is not None else (int(k) if _is_int(k) and k >= 0 else None))
+    return TensorShape(out)
+
+
+def _slice_kernel(ctx, x, begin, size):
+    if len(begin) != x.ndim or len(size) != x.ndim:
+        raise _bad_input("slice needs %d begin and size entries for input shape %s, got %s and %s",
+                         x.ndim, x.shape, begin.tolist(), size.tolist())
+    index = []
+    for i, (b, k, d) in enumerate(zip(begin.tolist(), size.tolist(), x.shape)):
+        e = d if k == -1 else b + k
+        if not 0 <= b <= e <= d:
+            raise _bad_input("Expected begin[%d] in [0, %d] and begin + size in [begin, %d], but got "
+                             "begin %s and size %s for input shape %s", i, d, d, begin.tolist(),
+                             size.tolist(), x.shape)
+        index.append(builtins.slice(b, e))
+    return x[tuple(index)]
+
+
+def _slice_grad(op, g):
+    x, begin = op.inputs[0], op.inputs[1]
+    after = shape(x, out_type=begin.dtype) - begin - shape(g, out_type=begin.dtype)
+    return [pad(g, stack([begin, after], axis=1)), None, None]
+
+
+register_op("Slice", shape=_slice_shape, kernel=_slice_kernel, grad=_slice_grad)
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001 - TF1's public name
+    """The block of ``input_`` starting at ``begin`` with extent ``size`` (-1: to the end):
+    ``tf.slice(x, [1, 0], [1, -1])`` is ``x[1:2, :]``."""
+    return make_op("Slice", [convert_to_tensor(input_), _int_tensor(begin, "slice's begin"),
+                             _int_tensor(size, "slice's size")], name=name or "Slice")
+
+
+# -- StridedSlice, StridedSliceGrad, Tensor.__getitem__ ------------------------------------------
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+def _strided_index(begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask,
+                   shrink_axis_mask):
+    """The numpy index tuple a StridedSlice spec describes."""
+    index = []
+    for i, (b, e, s) in enumerate(zip(begin, end, strides)):
+        bit = 1 << i
+        if ellipsis_mask & bit:
+            index.append(Ellipsis)
+        elif new_axis_mask & bit:
+            index.append(None)
+        elif shrink_axis_mask & bit:
+            index.append(int(b))
+        else:
+            if s == 0:
+                raise ValueError("strides[%d] must be non-zero" % i)
+            index.append(builtins.slice(None if begin_mask & bit else int(b),
+                                        None if end_mask & bit else int(e), int(s)))
+    return tuple(index)
+
+
+def _masks(op):
+    return {k: op._attrs[k] for k in _MASKS}
+
+
+def _strided_slice_shape(op):
+    s = op.inputs[0].get_shape()
+    spec = [partial_value(t) for t in op.inputs[1:]]
+    if any(v is None or v.ndim != 1 or len(v) != len(spec[0]) for v in spec):
+        return unknown_shape()
+    begin, end, strides = spec
+    m = _masks(op)
+    specs = builtins.range(len(begin))
+    consumes = [i for i in specs if not (m["ellipsis_mask"] | m["new_axis_mask"]) & (1 << i)]
+    if s.ndims is None:
+        return unknown_shape()
+    dims = s.as_list()
+    if len(consumes) > len(dims):
+        raise ValueError("Index has %d entries for a tensor of rank %d (shape %s, op '%s')"
+                         % (len(consumes), len(dims), s, op.name))
+    out, d = [], 0
+    for i in specs:
+        bit = 1 << i
+        if m["ellipsis_mask"] & bit:
+            k = len(dims) - len(consumes)
+            out.extend(dims[d:d + k])
+            d += k
+        elif m["new_axis_mask"] & bit:
+            out.append(1)
+        elif m["shrink_axis_mask"] & bit:
+            n, b = dims[d], begin[i]
+            if n is not None and _is_int(b) and not -n <= b < n:
+                raise ValueError("slice index %d of dimension %d out of bounds for shape %s (op '%s')"
+                                 % (b, d, s, op.name))
+            d += 1
+        else:
+            if _is_int(strides[i]) and strides[i] == 0:
+                raise ValueError("strides[%d] must be non-zero (op '%s')" % (i, op.name))
+            out.append(_slice_length(dims[d], begin[i], end[i], strides[i],
+                                     m["begin_mask"] & bit, m["end_mask"] & bit))
+            d += 1
+    return TensorShape(out + dims[d:])
+
+
+def _slice_length(n, b, e, s, begin_masked, end_masked):
+    if n is None or not _is_int(s) or not (begin_masked or _is_int(b)) or not (end_masked or _is_int(e)):
+        return None
+    return len(builtins.range(*builtins.slice(None if begin_masked else b, None if end_masked else e,
+                                              s).indices(n)))
+
+
+def _strided_slice_kernel(ctx, x, begin, end, strides, **masks):
+    try:
+        return ctx.xp.asarray(x[_strided_index(begin, end, strides, **masks)])
+    except IndexError as e:
+        raise _bad_input("Index out of range for a tensor of shape %s: %s", x.shape, e) from None
+
+
+def _strided_slice_partial(op):
+    x = partial_value(op.inputs[0])
+    spec = [constant_value(t) for t in op.inputs[1:]]
+    if x is None or any(v is None for v in spec):
+        return None
+    return _object_array(x[_strided_index(*spec, **_masks(op))])
+
+
+def _strided_slice_grad_kernel(ctx, shape, begin, end, strides, dy, **masks):
+    out = ctx.xp.zeros(tuple(int(d) for d in shape), dtype=dy.dtype)
+    out[_strided_index(begin, end, strides, **masks)] = dy
+    return out
+
+
+register_op("StridedSlice", shape=_strided_slice_shape, kernel=_strided_slice_kernel,
+            grad=lambda op, g: [make_op("StridedSliceGrad", [shape(op.inputs[0], out_type=op.inputs[1].dtype)]
+                                        + list(op.inputs[1:]) + [g], **_masks(op)), None, None, None])
+_register_partial("StridedSlice", _strided_slice_partial)
+register_op("StridedSliceGrad", dtype=lambda op: op.inputs[4].dtype,
+            shape=lambda op: shape_from_value(op.inputs[0]), kernel=_strided_slice_grad_kernel,
+            grad=lambda op, g: [None] * 4 + [make_op("StridedSlice", [g] + list(op.inputs[1:4]),
+                                                     **_masks(op))])
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+    """The strided slice ``input_[begin[0]:end[0]:strides[0], ...]`` with TF1's masks (bit i of
+    a mask applies to index entry i); ``x[...]`` builds one of these."""
+    begin = _int_tensor(begin, "strided_slice's begin")
+    end = _int_tensor(end, "strided_slice's end")
+    if strides is None:
+        n = begin.get_shape()
+        strides = (constant(np.ones(n[0].value, begin.dtype.as_numpy_dtype))
+                   if n.ndims == 1 and n[0].value is not None else ones_like(begin))
+    strides = _int_tensor(strides, "strided_slice's strides")
+    return make_op("StridedSlice", [convert_to_tensor(input_), begin, end, strides],
+                   name=name or "strided_slice", begin_mask=int(begin_mask), end_mask=int(end_mask),
+                   ellipsis_mask=int(ellipsis_mask), new_axis_mask=int(new_axis_mask),
+                   shrink_axis_mask=int(shrink_axis_mask))
+
+
+_INDEX_TYPE_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and scalar "
+                     "tf.int32/tf.int64 tensors are valid indices")
+
+
+def _index_value(v, tensor):
+    if v is None or _is_int(v):
+        return v
+    if isinstance(v, Dimension):
+        return int(v)
+    if is_symbolic(v):
+        t = convert_to_tensor(v)
+        if t.dtype.is_integer and t.get_shape().ndims in (0, None):
+            return t
+    raise TypeError("%s, got %r (indexing %s)" % (_INDEX_TYPE_ERROR, v, tensor.name))
+
+
+def _pack_index(values):
+    if not any(isinstance(v, Tensor) for v in values):
+        return constant(np.array(values, dtype=np.int64 if any(abs(v) >= 2 ** 31 for v in values)
+                                 else np.int32).reshape(-1))
+    dtype = _dtypes.int64 if any(isinstance(v, Tensor) and v.dtype == _dtypes.int64
+                                 for v in values) else _dtypes.int32
+    return stack([_cast(v, dtype) if isinstance(v, Tensor) else constant(v, dtype=dtype)
+                  for v in values], name="stack")
+
+
+def _slice_helper(tensor, slice_spec):
+    """``tensor[slice_spec]`` with numpy's basic indexing: ints (negative ok) and scalar int
+    tensors drop a dimension, slices with any step, ``tf.newaxis``/None and one Ellipsis."""
+    if not isinstance(slice_spec, tuple):
+        slice_spec = (slice_spec,)
+    begin, end, strides = [], [], []
+    masks = dict.fromkeys(_MASKS, 0)
+    for i, s in enumerate(slice_spec):
+        bit = 1 << i
+        if isinstance(s, builtins.slice):
+            b, e, st = (_index_value(v, tensor) for v in (s.start, s.stop, s.step))
+            if st is None:
+                st = 1
+            elif _is_int(st) and st == 0:
+                raise ValueError("slice step cannot be zero (indexing %s)" % tensor.name)
+            if b is None:
+                masks["begin_mask"] |= bit
+            if e is None:
+                masks["end_mask"] |= bit
+            begin.append(0 if b is None else b)
+            end.append(0 if e is None else e)
+            strides.append(st)
+        elif s is None or s is Ellipsis:
+            if s is Ellipsis and masks["ellipsis_mask"]:
+                raise ValueError("An index can only have a single ellipsis (indexing %s)" % tensor.name)
+            masks["new_axis_mask" if s is None else "ellipsis_mask"] |= bit
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
+        else:
+            idx = _index_value(s, tensor)
+            masks["shrink_axis_mask"] |= bit
+            begin.append(idx)
+            end.append(idx + 1 if _is_int(idx) else idx)  # a shrunk entry's end is not read
+            strides.append(1)
+    return make_op("StridedSlice", [convert_to_tensor(tensor), _pack_index(begin), _pack_index(end),
+                                    _pack_index(strides)], name="strided_slice", **masks)
+
+
+Tensor.__getitem__ = _slice_helper
+
+
+# -- ReverseV2 -----------------------------------------------------------------------------------
+def _reverse_shape(op):
+    s = op.inputs[0].get_shape()
+    if s.ndims is not None:
+        normalize_axis(list(op._attrs["axis"]), s.ndims, "reverse '%s'" % op.name)
+    return s
+
+
+register_op("ReverseV2", shape=_reverse_shape,
+            kernel=lambda ctx, x, axis: ctx.xp.flip(x, axis),
+            grad=lambda op, g: [reverse(g, list(op._attrs["axis"]))])
+
+
+def reverse(tensor, axis, name=None):
+    """``tensor`` with the order of entries reversed along each axis in ``axis``."""
+    axis = const_axis(axis, "reverse's axis")
+    axis = tuple(int(a) for a in np.asarray(axis).reshape(-1))
+    if len(set(axis)) != len(axis):
+        raise ValueError("reverse axis %s names a dimension twice" % (list(axis),))
+    return make_op("ReverseV2", [convert_to_tensor(tensor)], name=name or "ReverseV2", axis=axis)
+
+
+reverse_v2 = reverse
+
+
+# -- ConcatV2, SplitBySizes ----------------------------------------------------------------------
 def _concat_shape(op):
     axis = int(op._attrs["axis"])
     shapes = [t.get_shape() for t in op.inputs]
@@ -239,7 +1021,7 @@ def _concat_shape(op):
     if not known:
         return unknown_shape()
     rank = known[0].ndims
-    a = normalize_axis(axis, rank, "concat")[0]
+    a = _axis_of(axis, rank, op)
     out = [None] * rank
     total = 0
     for s in known:
@@ -269,27 +1051,390 @@ def _concat_kernel(ctx, *values, axis):
     return ctx.xp.concatenate(values, axis=axis)
 
 
+def _concat_partial(op):
+    parts = [partial_value(t) for t in op.inputs]
+    if any(p is None for p in parts):
+        return None
+    return np.concatenate(parts, axis=op._attrs["axis"])
+
+
 register_op("ConcatV2", shape=_concat_shape, kernel=_concat_kernel, grad=_concat_grad)
+_register_partial("ConcatV2", _concat_partial)
 
 
 def _split_by_sizes_kernel(ctx, g, *shapes, axis):
     sizes = [int(s[axis]) for s in shapes]
-    return tuple(ctx.xp.split(g, np.cumsum(sizes)[:-1], axis=axis))
+    return _outputs(ctx.xp.split(g, np.cumsum(sizes)[:-1], axis=axis))
 
 
 register_op("SplitBySizes", dtype=lambda op: [op.inputs[0].dtype] * (len(op.inputs) - 1),
-            shape=lambda op: [unknown_shape()] * (len(op.inputs) - 1),
+            shape=lambda op: [shape_from_value(t) for t in op.inputs[1:]],
             kernel=_split_by_sizes_kernel,
             grad=lambda op, *gs: [concat(list(gs), op._attrs["axis"])] + [None] * len(gs))
 
 
 def concat(values, axis, name="concat"):
-    """Join tensors along ``axis``."""
-    from zps.ops.op_util import const_axis, to_tensors
+    """Join tensors along ``axis``: ``tf.concat([a, b], 0)``."""
     values = to_tensors(*values)
     if len(values) == 1:
         return identity(values[0], name=name)
-    return make_op("ConcatV2", values, name=name, axis=int(const_axis(axis)))
+    return make_op("ConcatV2", values, name=name, axis=int(const_axis(axis, "concat's axis")))
+
+
+# -- Split, SplitV -------------------------------------------------------------------------------
+def _split_shape(op):
+    s, n = op.inputs[0].get_shape(), op._attrs["num_split"]
+    if s.ndims is None:
+        return [unknown_shape()] * n
+    a = _axis_of(op._attrs["axis"], s.ndims, op)
+    dims = s.as_list()
+    if dims[a] is not None and dims[a] % n:
+        raise ValueError("Dimension %d in shape %s must be evenly divisible by %d to split it %d ways "
+                         "(op '%s')" % (a, s, n, n, op.name))
+    dims[a] = None if dims[a] is None else dims[a] // n
+    return [TensorShape(dims)] * n
+
+
+def _split_kernel(ctx, x, num_split, axis):
+    if x.shape[axis] % num_split:
+        raise _bad_input("Number of ways to split should evenly divide the split dimension, but got "
+                         "split dimension %d of size %d (input shape %s) and num_split %d",
+                         axis, x.shape[axis], x.shape, num_split)
+    return _outputs(ctx.xp.split(x, num_split, axis=axis))
+
+
+def _split_grad(op, *gs):
+    return [concat(list(gs), op._attrs["axis"])]
+
+
+register_op("Split", shape=_split_shape, kernel=_split_kernel, grad=_split_grad)
+
+
+def _resolve_split_sizes(sizes, d, where):
+    """``sizes`` with its -1 resolved against the split dimension ``d`` (None where unknown)."""
+    sizes = [int(k) if _is_int(k) else None for k in sizes]
+    if sizes.count(-1) > 1 or any(k is not None and k < -1 for k in sizes):
+        raise ValueError("Split sizes %s must be non-negative, with at most one -1 %s"
+                         % (_shape_str(sizes), where))
+    if None in sizes or d is None:
+        return [None if k == -1 else k for k in sizes]
+    known = sum(k for k in sizes if k != -1)
+    if -1 in sizes:
+        if known > d:
+            raise ValueError("Split sizes %s add up to more than the dimension of size %d %s"
+                             % (sizes, d, where))
+        sizes[sizes.index(-1)] = d - known
+    elif known != d:
+        raise ValueError("Split sizes %s must add up to the dimension of size %d %s" % (sizes, d, where))
+    return sizes
+
+
+def _split_v_shape(op):
+    s, n = op.inputs[0].get_shape(), op._attrs["num_split"]
+    sizes = partial_value(op.inputs[1])
+    if s.ndims is None:
+        return [unknown_shape()] * n
+    a = _axis_of(op._attrs["axis"], s.ndims, op)
+    where = "(split of shape %s along axis %d, op '%s')" % (s, a, op.name)
+    if sizes is not None and sizes.shape != (n,):
+        raise ValueError("%d split sizes expected, got shape %s %s" % (n, sizes.shape, where))
+    dims = s.as_list()
+    sizes = [None] * n if sizes is None else _resolve_split_sizes(sizes, dims[a], where)
+    return [TensorShape(dims[:a] + [k] + dims[a + 1:]) for k in sizes]
+
+
+def _split_v_kernel(ctx, x, size_splits, axis, num_split):
+    try:
+        if len(size_splits) != num_split:
+            raise ValueError("%d split sizes expected, got %s" % (num_split, size_splits.tolist()))
+        sizes = _resolve_split_sizes(size_splits.tolist(), x.shape[axis],
+                                     "(input shape %s)" % (x.shape,))
+    except ValueError as e:
+        raise _bad_input("%s", e) from None
+    return _outputs(ctx.xp.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+register_op("SplitV", shape=_split_v_shape, kernel=_split_v_kernel,
+            grad=lambda op, *gs: _split_grad(op, *gs) + [None])
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name="split"):
+    """``value`` cut along ``axis`` into ``num_or_size_splits`` equal pieces, or into pieces of
+    the listed sizes (one may be -1: the rest); returns a list of tensors."""
+    x = convert_to_tensor(value)
+    axis = int(const_axis(axis, "split's axis"))
+    count = num_or_size_splits
+    if isinstance(count, Tensor) and count.get_shape().ndims == 0:
+        count = const_axis(count, "split's num_or_size_splits")
+    if _is_int(count):
+        if count <= 0:
+            raise ValueError("split needs a positive number of pieces, got %d (split of %s)"
+                             % (count, x.name))
+        return make_op("Split", [x], name=name, num_outputs=int(count), num_split=int(count), axis=axis)
+    sizes = _int_tensor(num_or_size_splits, "split's size_splits")
+    n = sizes.get_shape()
+    if n.ndims != 1 or (n[0].value is None and num is None):
+        raise ValueError("split sizes must be a vector of known length (or pass num), got shape %s "
+                         "(split of %s)" % (n, x.name))
+    if num is not None and n[0].value not in (None, num):
+        raise ValueError("split got num=%d but %d sizes (split of %s)" % (num, n[0].value, x.name))
+    num = n[0].value if n[0].value is not None else int(num)
+    return make_op("SplitV", [x, sizes], name=name, num_outputs=num, num_split=num, axis=axis)
+
+
+# -- Pack (stack), Unpack (unstack) --------------------------------------------------------------
+def _pack_shape(op):
+    merged = unknown_shape()
+    for t in op.inputs:
+        try:
+            merged = merged.merge_with(t.get_shape())
+        except ValueError:
+            raise ValueError("Shapes of all inputs must match to stack them, got %s (op '%s')"
+                             % (", ".join(str(u.get_shape()) for u in op.inputs), op.name)) from None
+    if merged.ndims is None:
+        return unknown_shape()
+    dims = merged.as_list()
+    dims.insert(normalize_axis(op._attrs["axis"], len(dims) + 1, "stack '%s'" % op.name)[0],
+                len(op.inputs))
+    return TensorShape(dims)
+
+
+def _pack_partial(op):
+    parts = [partial_value(t) for t in op.inputs]
+    if any(p is None for p in parts):
+        return None
+    return np.stack(parts, axis=op._attrs["axis"])
+
+
+register_op("Pack", shape=_pack_shape,
+            kernel=lambda ctx, *values, axis: ctx.xp.stack(values, axis=axis),
+            grad=lambda op, g: unstack(g, num=len(op.inputs), axis=op._attrs["axis"]))
+_register_partial("Pack", _pack_partial)
+
+
+def stack(values, axis=0, name="stack"):
+    """The rank-(R+1) tensor of the rank-R ``values`` stacked along a new ``axis``."""
+    values = to_tensors(*values)
+    if not values:
+        raise ValueError("stack needs at least one value")
+    return make_op("Pack", values, name=name or "stack", axis=int(const_axis(axis, "stack's axis")))
+
+
+def _unpack_shape(op):
+    s, num = op.inputs[0].get_shape(), op._attrs["num"]
+    if s.ndims is None:
+        return [unknown_shape()] * num
+    a = _axis_of(op._attrs["axis"], s.ndims, op)
+    dims = s.as_list()
+    if dims[a] is not None and dims[a] != num:
+        raise ValueError("Cannot unstack dimension %d of shape %s into %d tensors (op '%s')"
+                         % (a, s, num, op.name))
+    return [TensorShape(dims[:a] + dims[a + 1:])] * num
+
+
+def _unpack_kernel(ctx, x, num, axis):
+    if x.shape[axis] != num:
+        raise _bad_input("Cannot unstack dimension %d of shape %s into %d tensors", axis, x.shape, num)
+    return _outputs(tuple(ctx.xp.moveaxis(x, axis, 0)))
+
+
+register_op("Unpack", shape=_unpack_shape, kernel=_unpack_kernel,
+            grad=lambda op, *gs: [stack(list(gs), axis=op._attrs["axis"])])
+
+
+def unstack(value, num=None, axis=0, name="unstack"):
+    """The list of rank-(R-1) tensors along ``axis`` of ``value`` (that dimension must be known,
+    or given as ``num``)."""
+    x = convert_to_tensor(value)
+    s = x.get_shape()
+    axis = int(const_axis(axis, "unstack's axis"))
+    if s.ndims is not None:
+        axis = normalize_axis(axis, s.ndims, "unstack of %s" % x.name)[0]
+    if num is None:
+        num = s[axis].value if s.ndims is not None else None
+        if num is None:
+            raise ValueError("Cannot infer num from shape %s (unstack of %s along axis %d): pass num"
+                             % (s, x.name, axis))
+    if num == 0:
+        return []
+    return make_op("Unpack", [x], name=name or "unstack", num_outputs=int(num), num=int(num), axis=axis)
+
+
+# -- OneHot --------------------------------------------------------------------------------------
+def _one_hot_shape(op):
+    s, axis = op.inputs[0].get_shape(), op._attrs["axis"]
+    depth = constant_value(op.inputs[1])
+    if s.ndims is None:
+        return unknown_shape()
+    dims = s.as_list()
+    if not -1 <= axis <= len(dims):
+        raise ValueError("one_hot axis must be -1 or in [0, %d] for indices of shape %s, got %d "
+                         "(op '%s')" % (len(dims), s, axis, op.name))
+    if depth is not None and int(depth) < 0:
+        raise ValueError("one_hot depth must be non-negative, got %d (op '%s')" % (int(depth), op.name))
+    dims.insert(len(dims) if axis == -1 else axis, None if depth is None else int(depth))
+    return TensorShape(dims)
+
+
+def _one_hot_kernel(ctx, indices, depth, on_value, off_value, axis):
+    xp = ctx.xp
+    if int(depth) < 0:
+        raise _bad_input("one_hot depth must be non-negative, got %d", int(depth))
+    hot = indices[..., None] == xp.arange(int(depth), dtype=indices.dtype)
+    out = xp.where(hot, on_value, off_value).astype(on_value.dtype, copy=False)
+    return out if axis in (-1, indices.ndim) else xp.moveaxis(out, -1, axis)
+
+
+register_op("OneHot", dtype=lambda op: op.inputs[2].dtype, shape=_one_hot_shape,
+            kernel=_one_hot_kernel, grad=None)
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """``on_value`` where the new ``axis`` (default last) equals ``indices``, ``off_value``
+    elsewhere (out-of-range indices give all ``off_value``); dtype float32 unless set."""
+    idx = convert_to_tensor(indices)
+    if not idx.dtype.is_integer:
+        raise TypeError("one_hot indices must be integers, got %s (%s)" % (idx.dtype.name, idx.name))
+    given = [convert_to_tensor(v) for v in (on_value, off_value) if v is not None]
+    if len(given) == 2 and given[0].dtype != given[1].dtype:
+        raise TypeError("one_hot on_value (%s) and off_value (%s) must have the same dtype"
+                        % (given[0].dtype.name, given[1].dtype.name))
+    if given and dtype is not None and given[0].dtype != _dtypes.as_dtype(dtype):
+        raise TypeError("one_hot dtype %s does not match the dtype %s of on_value/off_value"
+                        % (_dtypes.as_dtype(dtype).name, given[0].dtype.name))
+    dtype = given[0].dtype if given else _dtypes.as_dtype(dtype or _dtypes.float32)
+    on = convert_to_tensor(1 if on_value is None else on_value, dtype=dtype)
+    off = convert_to_tensor(0 if off_value is None else off_value, dtype=dtype)
+    depth = _cast(depth, _dtypes.int32) if is_symbolic(depth) else constant(int(depth), _dtypes.int32)
+    return make_op("OneHot", [idx, depth, on, off],
+                   name=name or "one_hot", axis=-1 if axis is None else int(axis))
+
+
+# -- Where (coordinates), Select -----------------------------------------------------------------
+register_op("Where", dtype=lambda op: _dtypes.int64,
+            shape=lambda op: TensorShape([None, op.inputs[0].get_shape().ndims]),
+            kernel=lambda ctx, c: ctx.xp.argwhere(c).astype(np.int64, copy=False), grad=None)
+
+
+def _select_shape(op):
+    c, x, y = (t.get_shape() for t in op.inputs)
+    try:
+        out = x.merge_with(y)
+    except ValueError:
+        raise ValueError("x and y of where must have the same shape, got %s and %s (op '%s')"
+                         % (x, y, op.name)) from None
+    if c.ndims in (None, 0) or out.ndims is None:
+        return out
+    if c.ndims == 1 and out.ndims > 1:
+        if not c[0].is_compatible_with(out[0]):
+            raise ValueError("A vector condition of where must match the first dimension of x: "
+                             "condition %s, x %s (op '%s')" % (c, out, op.name))
+        return TensorShape([c[0].merge_with(out[0]).value] + out.as_list()[1:])
+    if not c.is_compatible_with(out):
+        raise ValueError("The condition of where must have the shape of x and y or be a vector of "
+                         "their first dimension: condition %s, x %s (op '%s')" % (c, out, op.name))
+    return out.merge_with(c)
+
+
+def _select_kernel(ctx, c, x, y):
+    if x.shape != y.shape:
+        raise _bad_input("x and y of where must have the same shape, got %s and %s", x.shape, y.shape)
+    if c.ndim == 1 and x.ndim > 1 and c.shape[0] == x.shape[0]:
+        c = c.reshape((-1,) + (1,) * (x.ndim - 1))
+    elif c.ndim and c.shape != x.shape:
+        raise _bad_input("The condition of where must have the shape of x and y or be a vector of "
+                         "their first dimension: condition %s, x %s", c.shape, x.shape)
+    return ctx.xp.where(c, x, y)
+
+
+def _select_grad(op, g):
+    c = op.inputs[0]
+    zeros = zeros_like(g)
+    return [None, where(c, g, zeros), where(c, zeros, g)]
+
+
+register_op("Select", dtype=lambda op: op.inputs[1].dtype, shape=_select_shape,
+            kernel=_select_kernel, grad=_select_grad)
+
+
+def where(condition, x=None, y=None, name=None):
+    """With one argument: the int64 coordinates [N, rank] of the true entries of ``condition``.
+    With three: the entries of ``x`` where ``condition`` is true, else of ``y`` (``condition``
+    has x's shape, or is a vector of x's first dimension selecting whole rows)."""
+    c = convert_to_tensor(condition)
+    if x is None and y is None:
+        return make_op("Where", [c], name=name or "Where")
+    if x is None or y is None:
+        raise ValueError("where needs both x and y, or neither")
+    if not c.dtype.is_bool:
+        raise TypeError("The condition of where must be bool, got %s (%s)" % (c.dtype.name, c.name))
+    x, y = to_tensors(x, y)
+    if x.dtype != y.dtype:
+        raise TypeError("x and y of where must have the same dtype, got %s and %s"
+                        % (x.dtype.name, y.dtype.name))
+    return make_op("Select", [c, x, y], name=name or "Select")
+
+
+# -- Range ---------------------------------------------------------------------------------------
+def _range_length(start, limit, delta):
+    if delta == 0:
+        raise ValueError("Requires delta != 0: %s" % delta)
+    if (delta > 0 and start > limit) or (delta < 0 and start < limit):
+        raise ValueError("Requires start %s limit when delta %s 0: %s/%s"
+                         % ((("<=", ">") if delta > 0 else (">=", "<")) + (start, limit)))
+    if all(_is_int(v) for v in (start, limit, delta)):
+        return int(-((start - limit) // delta))
+    return int(np.ceil((float(limit) - float(start)) / float(delta)))
+
+
+def _range_shape(op):
+    vals = [constant_value(t) for t in op.inputs]
+    if any(v is None for v in vals):
+        return unknown_shape(1)
+    try:
+        return TensorShape([_range_length(*(v.item() for v in map(np.asarray, vals)))])
+    except ValueError as e:
+        raise ValueError("%s (range, op '%s')" % (e, op.name)) from None
+
+
+def _range_kernel(ctx, start, limit, delta):
+    try:
+        _range_length(start.item(), limit.item(), delta.item())
+    except ValueError as e:
+        raise _bad_input("%s", e) from None
+    return ctx.xp.arange(start, limit, delta, dtype=start.dtype)
+
+
+def _range_fold(op):
+    vals = [constant_value(t) for t in op.inputs]
+    if any(v is None for v in vals) or op.outputs[0].get_shape()[0].value > _MAX_FOLD_ELEMENTS:
+        return None
+    return np.arange(*vals, dtype=op.outputs[0].dtype.as_numpy_dtype)
+
+
+register_op("Range", shape=_range_shape, kernel=_range_kernel, grad=None)
+register_constant_folder("Range", _range_fold)
+
+_RANGE_DTYPES = (_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF1's name
+    """``[start, start + delta, ...]`` up to but excluding ``limit`` (``tf.range(n)``: 0..n-1);
+    the dtype is the widest of the arguments' unless given."""
+    if limit is None:
+        start, limit = 0, start
+    args = [start, limit, delta]
+    if dtype is None:
+        kinds = [convert_to_tensor(a).dtype.base_dtype if is_symbolic(a) else _dtypes.dtype_of_value(a)
+                 for a in args]
+        bad = [k.name for k in kinds if k not in _RANGE_DTYPES]
+        if bad:
+            raise TypeError("range arguments must be int32, int64, float32 or float64, got %s" % bad)
+        dtype = max(kinds, key=_RANGE_DTYPES.index)
+    dtype = _dtypes.as_dtype(dtype)
+    tensors = [_cast(convert_to_tensor(a), dtype) if is_symbolic(a)
+               else constant(np.asarray(a).astype(dtype.as_numpy_dtype)) for a in args]
+    return make_op("Range", tensors, name=name or "range")
 
 
 # -- densify IndexedSlices (UnsortedSegmentSum) --------------------------------------------------
@@ -300,9 +1445,15 @@ def _segment_sum_kernel(ctx, values, ids, num_segments):
     return out
 
 
-register_op("UnsortedSegmentSum",
-            shape=lambda op: unknown_shape(),
-            kernel=_segment_sum_kernel,
+def _segment_sum_shape(op):
+    data, ids = op.inputs[0].get_shape(), op.inputs[1].get_shape()
+    n = constant_value(op.inputs[2])
+    if data.ndims is None or ids.ndims is None:
+        return unknown_shape()
+    return TensorShape([None if n is None else int(n)] + data.as_list()[ids.ndims:])
+
+
+register_op("UnsortedSegmentSum", shape=_segment_sum_shape, kernel=_segment_sum_kernel,
             grad=lambda op, g: [gather(g, op.inputs[1]), None, None])
 
 
@@ -320,7 +1471,7 @@ def densify(value):
         return value
     if value.dense_shape is None:
         raise ValueError("Cannot densify IndexedSlices %s with unknown dense_shape" % value.name)
-    rows = gather(value.dense_shape, 0) if value.dense_shape.get_shape().ndims == 1 else value.dense_shape
+    rows = value.dense_shape[0] if value.dense_shape.get_shape().ndims == 1 else value.dense_shape
     return unsorted_segment_sum(value.values, value.indices, rows)
 
 
@@ -329,14 +1480,16 @@ def _gather_shape(op):
     p, i = op.inputs[0].get_shape(), op.inputs[1].get_shape()
     if p.ndims is None or i.ndims is None:
         return unknown_shape()
+    if p.ndims == 0:
+        raise ValueError("gather params must have rank at least 1, got a scalar (op '%s')" % op.name)
     return TensorShape(i.as_list() + p.as_list()[1:])
 
 
 def _gather_kernel(ctx, params, indices):
     if indices.size and (indices.min() < 0 or indices.max() >= params.shape[0]):
         bad = indices[(indices < 0) | (indices >= params.shape[0])].ravel()[0]
-        raise errors.InvalidArgumentError(None, None, "indices contains %d, which is not in "
-                                          "[0, %d)" % (bad, params.shape[0]))
+        raise _bad_input("indices contains %d, which is not in [0, %d) (params shape %s)",
+                         bad, params.shape[0], params.shape)
     return params.take(indices, axis=0)
 
 
@@ -355,15 +1508,53 @@ register_op("ShapeSuffix", shape=lambda op: unknown_shape(1),
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=0):
-    """Rows ``params[indices]`` (axis 0); its gradient is an IndexedSlices."""
+    """Slices ``params[indices]`` along ``axis``; along axis 0 its gradient is an IndexedSlices
+    (other axes transpose around an axis-0 gather and need known ranks)."""
     p = convert_to_tensor(params)
     i = convert_to_tensor(indices)
-    if axis not in (0, None):
-        raise NotImplementedError("gather supports axis=0 only (got axis=%r); transpose first"
-                                  % (axis,))
     if not i.dtype.is_integer:
         raise TypeError("gather indices must be int32 or int64, got %s (%s)" % (i.dtype.name, i.name))
-    return make_op("Gather", [p, i], name=name or "Gather")
+    axis = const_axis(0 if axis is None else axis, "gather's axis")
+    if axis == 0:
+        return make_op("Gather", [p, i], name=name or "Gather")
+    rp, ri = p.get_shape().ndims, i.get_shape().ndims
+    if rp is None or ri is None:
+        raise ValueError("gather along axis %d needs params and indices of known rank, got shapes %s "
+                         "and %s" % (axis, p.get_shape(), i.get_shape()))
+    axis = normalize_axis(axis, rp, "gather of %s" % p.name)[0]
+    others = [d for d in builtins.range(rp) if d != axis]
+    rows = make_op("Gather", [transpose(p, [axis] + others), i], name="Gather")
+    # rows has dims indices + others; move the index dims back to where `axis` was.
+    back = ([ri + k for k in builtins.range(axis)] + list(builtins.range(ri))
+            + [ri + k for k in builtins.range(axis, rp - 1)])
+    return transpose(rows, back, name=name or "GatherV2")
+
+
+def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
+    """The entries of ``tensor`` where the k-D bool ``mask`` (matching dims ``axis..axis+k-1``)
+    is true, those k dims flattened into one: ``tf.boolean_mask([1, 2, 3], [True, False, True])``
+    is ``[1, 3]``."""
+    t, m = convert_to_tensor(tensor), convert_to_tensor(mask)
+    k = m.get_shape().ndims
+    if k is None or k == 0:
+        raise ValueError("boolean_mask needs a mask of known rank >= 1, got shape %s" % m.get_shape())
+    axis = 0 if axis is None else int(const_axis(axis, "boolean_mask's axis"))
+    ts = t.get_shape()
+    if ts.ndims is not None:
+        if ts.ndims < axis + k:
+            raise ValueError("boolean_mask: mask of shape %s does not fit tensor of shape %s at axis %d"
+                             % (m.get_shape(), ts, axis))
+        if not ts[axis:axis + k].is_compatible_with(m.get_shape()):
+            raise ValueError("boolean_mask: shapes %s (tensor, dims %d..%d) and %s (mask) are "
+                             "incompatible" % (ts, axis, axis + k - 1, m.get_shape()))
+    dims = shape(t)
+    flat = reshape(t, concat([dims[:axis], [-1], dims[axis + k:]], 0))
+    if ts.ndims is not None:
+        n = ts[axis:axis + k].num_elements()
+        flat.set_shape(ts.as_list()[:axis] + [n] + ts.as_list()[axis + k:])
+    indices = squeeze(where(reshape(m, [-1])), axis=[1])
+    return gather(flat, indices, axis=axis, name=name)
+
 
 __all__ = [
     "placeholder",
@@ -371,6 +1562,9 @@ __all__ = [
     "identity",
     "stop_gradient",
     "shape",
+    "shape_n",
+    "size",
+    "rank",
     "reshape",
     "fill",
     "zeros",
@@ -378,8 +1572,25 @@ __all__ = [
     "zeros_like",
     "ones_like",
     "broadcast_to",
+    "transpose",
+    "expand_dims",
+    "squeeze",
+    "tile",
+    "pad",
+    "slice",
+    "strided_slice",
+    "newaxis",
+    "reverse",
+    "reverse_v2",
     "concat",
+    "split",
+    "stack",
+    "unstack",
+    "one_hot",
+    "where",
+    "range",
     "gather",
+    "boolean_mask",
     "unsorted_segment_sum",
     "constant",
 ]

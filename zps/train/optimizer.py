@@ -1,3 +1,317 @@
-"""Optimizers (being written)."""
+"""``Optimizer``: the base class of TF1's optimizers (``tf.train.Optimizer``).
 
-__all__ = []
+``minimize(loss)`` is ``compute_gradients`` (symbolic gradients of ``loss`` for the trainable
+variables) followed by ``apply_gradients`` (one in-place update op per variable, colocated with
+it, then ``global_step += 1``). Subclasses implement ``_create_slots``, ``_prepare``,
+``_apply_dense``, ``_apply_sparse`` and optionally ``_finish``, exactly as in TF1.
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     w = tf.Variable([1.0, -2.0], name="w")
+...     loss = tf.reduce_sum(w * w)
+...     train_op = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+...     with tf.Session() as sess:
+...         sess.run(tf.global_variables_initializer())
+...         sess.run(train_op)
+...         print(sess.run(w))
+[ 0.5 -1. ]
+"""
+
+from zps.framework import dtypes as _dtypes
+from zps.framework.graph import (
+    GraphKeys,
+    IndexedSlices,
+    Tensor,
+    convert_to_tensor_or_indexed_slices,
+    get_default_graph,
+)
+from zps.ops import array_ops, control_flow_ops, math_ops, state_ops
+from zps.ops.gradients_impl import gradients
+from zps.ops.variables import Variable
+from zps.train import slot_creator
+
+_VALID_DTYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
+
+
+def _var_key(var):
+    return (var.op.graph, var.op.name)
+
+
+def _flatten(values):
+    if isinstance(values, list | tuple | set):
+        return [v for item in values for v in _flatten(item)]
+    return [values]
+
+
+def _check_variable(v):
+    if not isinstance(v, Variable):
+        raise NotImplementedError("Trying to optimize unsupported type %r: optimizers update "
+                                  "zps.Variable objects" % (v,))
+
+
+def _gate(grads):
+    """``grads`` made available only once all of them are computed (TF1's ``tuple``).
+
+    The updates run in place, so no variable may change while a gradient that reads it is still
+    being computed: gating every gradient behind all of them guarantees that.
+    """
+    present = [g for g in grads if g is not None]
+    if not present:
+        return list(grads)
+    graph = present[0].graph
+    out = []
+    with graph.name_scope("tuple"):
+        gate = control_flow_ops.group(*[_values(g).op for g in present])
+        for g in grads:
+            if g is None:
+                out.append(None)
+                continue
+            values = _values(g)
+            with graph.colocate_with(values.op), graph.control_dependencies([gate]):
+                gated = array_ops.identity(values, name="control_dependency")
+            out.append(IndexedSlices(gated, g.indices, g.dense_shape)
+                       if isinstance(g, IndexedSlices) else gated)
+    return out
+
+
+def _values(g):
+    return g.values if isinstance(g, IndexedSlices) else g
+
+
+class Optimizer:
+    """Base class for optimizers: computes gradients and applies them to variables."""
+
+    # How gradients are gated (see compute_gradients).
+    GATE_NONE = 0
+    GATE_OP = 1
+    GATE_GRAPH = 2
+
+    def __init__(self, use_locking, name):
+        if not name:
+            raise ValueError("Must specify the optimizer name")
+        self._use_locking = use_locking
+        self._name = name
+        self._slots = {}            # slot name -> {variable key: slot variable}
+        self._non_slot_dict = {}    # (name, graph) -> variable (e.g. Adam's beta1_power)
+
+    def get_name(self):
+        return self._name
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None):
+        """Add ops that minimize ``loss`` by updating ``var_list``; returns the train op."""
+        grads_and_vars = self.compute_gradients(
+            loss, var_list=var_list, gate_gradients=gate_gradients,
+            aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
+        vars_with_grad = [v for g, v in grads_and_vars if g is not None]
+        if not vars_with_grad:
+            raise ValueError("No gradients provided for any variable, check your graph for ops "
+                             "that do not support gradients, between variables %s and loss %s."
+                             % ([str(v) for _, v in grads_and_vars], loss))
+        return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
+                          aggregation_method=None, colocate_gradients_with_ops=False,
+                          grad_loss=None):
+        """A list of ``(gradient, variable)`` pairs; the gradient is None where loss ignores it.
+
+        ``var_list`` defaults to the graph's trainable variables. With GATE_OP or GATE_GRAPH the
+        gradients are available only once all of them are computed, so no in-place update can
+        change a variable that another gradient still reads.
+        """
+        if callable(loss):
+            loss = loss()
+        if gate_gradients not in (Optimizer.GATE_NONE, Optimizer.GATE_OP, Optimizer.GATE_GRAPH):
+            raise ValueError("gate_gradients must be one of: Optimizer.GATE_NONE, Optimizer.GATE_OP, "
+                             "Optimizer.GATE_GRAPH.  Not %s" % gate_gradients)
+        self._assert_valid_dtypes([loss])
+        if grad_loss is not None:
+            self._assert_valid_dtypes([grad_loss])
+        if var_list is None:
+            graph = getattr(loss, "graph", None) or get_default_graph()
+            var_list = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
+        else:
+            var_list = _flatten(var_list)
+        if not var_list:
+            raise ValueError("No variables to optimize.")
+        for v in var_list:
+            _check_variable(v)
+        grads = gradients(loss, var_list, grad_ys=grad_loss,
+                          gate_gradients=(gate_gradients == Optimizer.GATE_OP),
+                          aggregation_method=aggregation_method,
+                          colocate_gradients_with_ops=colocate_gradients_with_ops)
+        if gate_gradients != Optimizer.GATE_NONE:
+            grads = _gate(grads)
+        grads_and_vars = list(zip(grads, var_list))
+        self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
+        return grads_and_vars
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        """Apply ``(gradient, variable)`` pairs; returns the op that runs all the updates.
+
+        None gradients are skipped; IndexedSlices gradients update only their rows. With
+        ``global_step``, it is incremented by one after all updates, on its own device.
+        """
+        grads_and_vars = tuple(grads_and_vars)
+        if not grads_and_vars:
+            raise ValueError("No variables provided.")
+        converted = []
+        for g, v in grads_and_vars:
+            if g is not None:
+                try:
+                    g = convert_to_tensor_or_indexed_slices(g)
+                except (TypeError, ValueError):
+                    raise TypeError("Gradient must be convertible to a Tensor or IndexedSlices, or "
+                                    "None: %s" % (g,)) from None
+                if not isinstance(g, Tensor | IndexedSlices):
+                    raise TypeError("Gradient must be a Tensor, IndexedSlices, or None: %s" % (g,))
+            _check_variable(v)
+            converted.append((g, v))
+        var_list = [v for g, v in converted if g is not None]
+        if not var_list:
+            raise ValueError("No gradients provided for any variable: %s."
+                             % ([str(v) for _, v in converted],))
+        graph = var_list[0].graph
+        with graph.control_dependencies(None):  # state is created outside any control context
+            self._create_slots(var_list)
+        update_ops = []
+        with graph.name_scope(name or self._name) as scope:
+            self._prepare()
+            for grad, var in converted:
+                if grad is None:
+                    continue
+                with graph.name_scope("update_" + var.op.name), graph.colocate_with(var):
+                    update_ops.append(self._update_op(grad, var))
+            if global_step is None:
+                apply_updates = self._finish(update_ops, scope)
+            else:
+                with graph.control_dependencies([self._finish(update_ops, "update")]):
+                    with graph.colocate_with(global_step):
+                        apply_updates = state_ops.assign_add(global_step, 1, name=scope)
+        if isinstance(apply_updates, Tensor):
+            apply_updates = apply_updates.op
+        train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
+        if apply_updates not in train_ops:
+            train_ops.append(apply_updates)
+        return apply_updates
+
+    def _update_op(self, grad, var):
+        if isinstance(grad, Tensor):
+            update_op = self._apply_dense(grad, var)
+            if var.constraint is None:
+                return update_op
+            with var.graph.control_dependencies([update_op]):
+                return var.assign(var.constraint(var)).op
+        if var.constraint is not None:
+            raise RuntimeError("Cannot use a constraint function on a sparse variable.")
+        return self._apply_sparse_duplicate_indices(grad, var)
+
+    # -- slots and other optimizer state -----------------------------------------------------
+    def get_slot(self, var, name):
+        """The slot ``name`` (e.g. "momentum", "m") created for ``var``, or None."""
+        named_slots = self._slots.get(name)
+        if not named_slots:
+            return None
+        return named_slots.get(_var_key(var))
+
+    def get_slot_names(self):
+        """The sorted names of the slots this optimizer creates."""
+        return sorted(self._slots)
+
+    def variables(self):
+        """The optimizer's variables in the default graph (slots and others), sorted by name."""
+        graph = get_default_graph()
+        found = [v for v in self._non_slot_dict.values() if v.graph is graph]
+        for named_slots in self._slots.values():
+            found.extend(v for v in named_slots.values() if v.graph is graph)
+        return sorted(found, key=lambda v: v.name)
+
+    def _slot_dict(self, slot_name):
+        return self._slots.setdefault(slot_name, {})
+
+    def _zeros_slot(self, var, slot_name, op_name):
+        named_slots = self._slot_dict(slot_name)
+        if _var_key(var) not in named_slots:
+            named_slots[_var_key(var)] = slot_creator.create_zeros_slot(var, op_name)
+        return named_slots[_var_key(var)]
+
+    def _constant_slot(self, var, value, slot_name, op_name, init_name="Const"):
+        named_slots = self._slot_dict(slot_name)
+        if _var_key(var) not in named_slots:
+            named_slots[_var_key(var)] = slot_creator.create_constant_slot(
+                var, value, op_name, init_name=init_name)
+        return named_slots[_var_key(var)]
+
+    def _get_or_make_slot(self, var, val, slot_name, op_name):
+        named_slots = self._slot_dict(slot_name)
+        if _var_key(var) not in named_slots:
+            named_slots[_var_key(var)] = slot_creator.create_slot(var, val, op_name)
+        return named_slots[_var_key(var)]
+
+    def _get_or_make_slot_with_initializer(self, var, initializer, shape, dtype, slot_name,
+                                           op_name):
+        named_slots = self._slot_dict(slot_name)
+        if _var_key(var) not in named_slots:
+            named_slots[_var_key(var)] = slot_creator.create_slot_with_initializer(
+                var, initializer, shape, dtype, op_name)
+        return named_slots[_var_key(var)]
+
+    def _create_non_slot_variable(self, initial_value, name, colocate_with):
+        """A variable of the optimizer itself, created once per graph next to ``colocate_with``."""
+        graph = colocate_with.graph
+        key = (name, graph)
+        v = self._non_slot_dict.get(key)
+        if v is None:
+            with graph.colocate_with(colocate_with):
+                v = Variable(initial_value, name=name, trainable=False)
+            self._non_slot_dict[key] = v
+        return v
+
+    def _get_non_slot_variable(self, name, graph=None):
+        return self._non_slot_dict.get((name, graph or get_default_graph()))
+
+    def _non_slot_variables(self):
+        return self._non_slot_dict.values()
+
+    # -- the subclass interface ----------------------------------------------------------------
+    def _create_slots(self, var_list):
+        """Create the slots of the variables that will be updated (default: none)."""
+
+    def _prepare(self):
+        """Create the tensors of the hyperparameters (called inside the update name scope)."""
+
+    def _apply_dense(self, grad, var):
+        raise NotImplementedError("%s does not implement _apply_dense" % type(self).__name__)
+
+    def _apply_sparse_duplicate_indices(self, grad, var):
+        # zps's sparse update kernels sum the rows of duplicate indices themselves (TF1 does it
+        # here with unique + unsorted_segment_sum), so the slices go to _apply_sparse as they are.
+        return self._apply_sparse(grad, var)
+
+    def _apply_sparse(self, grad, var):
+        raise NotImplementedError("%s does not implement _apply_sparse" % type(self).__name__)
+
+    def _finish(self, update_ops, name_scope):
+        """The op that runs all ``update_ops`` (a subclass may add its own final updates)."""
+        return control_flow_ops.group(*update_ops, name=name_scope)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _call_if_callable(self, param):
+        return param() if callable(param) else param
+
+    def _assert_valid_dtypes(self, tensors):
+        for t in tensors:
+            dtype = t.dtype.base_dtype
+            if dtype not in _VALID_DTYPES:
+                raise ValueError("Invalid type %s for %s, expected: %s."
+                                 % (dtype.name, t.name, [d.name for d in _VALID_DTYPES]))
+
+
+def cast_to(tensor, var):
+    """A hyperparameter tensor in the dtype of ``var`` (no op when it already is)."""
+    return math_ops.cast(tensor, var.dtype.base_dtype)
+
+
+__all__ = ["Optimizer"]
