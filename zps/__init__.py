@@ -32,7 +32,7 @@ from zps.ops.control_flow_ops import *  # noqa: F403
 from zps.ops.gradients_impl import gradients
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import app, nn, train
+from zps import app, contrib, nn, train
 
 
 def device(device_name_or_function):

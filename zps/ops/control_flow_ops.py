@@ -2,7 +2,7 @@
 
 import builtins
 
-from zps.framework.graph import Operation, convert_to_tensor, get_default_graph
+from zps.framework.graph import IndexedSlices, Operation, convert_to_tensor, get_default_graph
 from zps.framework.registry import register_op
 from zps.ops import array_ops
 from zps.ops.op_util import make_op
@@ -40,20 +40,34 @@ def with_dependencies(dependencies, output_tensor, name=None):
 
 
 def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF1's public name
-    """Tensors with the same values, each available only after all of them are computed."""
+    """The same values (Tensors, IndexedSlices, ops), each available only after all are computed.
+
+    Each gated value is an identity colocated with its input, so gating never moves data.
+    """
     graph = get_default_graph()
-    deps = [t for t in tensors if t is not None] + list(control_inputs or [])
-    gate = group(*deps, name=name or "tuple")
-    out = []
-    for t in tensors:
-        if t is None:
-            out.append(None)
-        elif isinstance(t, Operation):
-            out.append(group(gate, t))
-        else:
-            with graph.control_dependencies([gate]):
-                out.append(array_ops.identity(t))
+    present = [t for t in tensors if t is not None]
+    with graph.name_scope(name or "tuple"):
+        gate = group(*[_op_of(t) for t in present], *(control_inputs or []))
+        out = []
+        for t in tensors:
+            if t is None or isinstance(t, Operation):
+                out.append(t if t is None else group(gate, t))
+            elif isinstance(t, IndexedSlices):
+                out.append(IndexedSlices(_gated(graph, t.values, gate), t.indices, t.dense_shape))
+            else:
+                out.append(_gated(graph, convert_to_tensor(t), gate))
     return out
+
+
+def _op_of(t):
+    if isinstance(t, Operation):
+        return t
+    return t.values.op if isinstance(t, IndexedSlices) else convert_to_tensor(t).op
+
+
+def _gated(graph, t, gate):
+    with graph.colocate_with(t.op), graph.control_dependencies([gate]):
+        return array_ops.identity(t, name="control_dependency")
 
 
 def _initialized_value_kernel(ctx, ref, initial_value):

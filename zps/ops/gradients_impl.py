@@ -35,7 +35,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     x does not influence ys. Raises LookupError naming the op when an op on the path has no
     gradient rule.
     """
-    from zps.ops import array_ops  # same layer; imported lazily to keep module init order simple
+    # Same layer; imported lazily to keep module initialization order simple.
+    from zps.ops import array_ops, control_flow_ops
 
     ys = _as_list(ys)
     xs = [_as_ref_tensor(x) for x in _as_list(xs)]
@@ -75,6 +76,11 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             if op not in x_ops or any(t.op in between for t in op._inputs):
                 in_grads = _op_input_grads(op, out_grads, stop_ops, colocate_gradients_with_ops,
                                            array_ops)
+                if gate_gradients and sum(g is not None for g in in_grads) > 1:
+                    # TF1's GATE_OP: an op's input gradients are released together, so an
+                    # in-place update of one input cannot race the gradient that still reads it.
+                    with graph.device(None), graph.colocate_with(None, ignore_existing=True):
+                        in_grads = control_flow_ops.tuple(in_grads)
                 for t, g in zip(op._inputs, in_grads):
                     if g is not None and _backpropagatable(t):
                         grads[t].append(g)

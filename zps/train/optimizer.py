@@ -25,7 +25,7 @@ from zps.framework.graph import (
     convert_to_tensor_or_indexed_slices,
     get_default_graph,
 )
-from zps.ops import array_ops, control_flow_ops, math_ops, state_ops
+from zps.ops import control_flow_ops, math_ops, state_ops
 from zps.ops.gradients_impl import gradients
 from zps.ops.variables import Variable
 from zps.train import slot_creator
@@ -47,35 +47,6 @@ def _check_variable(v):
     if not isinstance(v, Variable):
         raise NotImplementedError("Trying to optimize unsupported type %r: optimizers update "
                                   "zps.Variable objects" % (v,))
-
-
-def _gate(grads):
-    """``grads`` made available only once all of them are computed (TF1's ``tuple``).
-
-    The updates run in place, so no variable may change while a gradient that reads it is still
-    being computed: gating every gradient behind all of them guarantees that.
-    """
-    present = [g for g in grads if g is not None]
-    if not present:
-        return list(grads)
-    graph = present[0].graph
-    out = []
-    with graph.name_scope("tuple"):
-        gate = control_flow_ops.group(*[_values(g).op for g in present])
-        for g in grads:
-            if g is None:
-                out.append(None)
-                continue
-            values = _values(g)
-            with graph.colocate_with(values.op), graph.control_dependencies([gate]):
-                gated = array_ops.identity(values, name="control_dependency")
-            out.append(IndexedSlices(gated, g.indices, g.dense_shape)
-                       if isinstance(g, IndexedSlices) else gated)
-    return out
-
-
-def _values(g):
-    return g.values if isinstance(g, IndexedSlices) else g
 
 
 class Optimizer:
@@ -142,8 +113,8 @@ class Optimizer:
                           gate_gradients=(gate_gradients == Optimizer.GATE_OP),
                           aggregation_method=aggregation_method,
                           colocate_gradients_with_ops=colocate_gradients_with_ops)
-        if gate_gradients != Optimizer.GATE_NONE:
-            grads = _gate(grads)
+        if gate_gradients == Optimizer.GATE_GRAPH:
+            grads = control_flow_ops.tuple(grads)
         grads_and_vars = list(zip(grads, var_list))
         self._assert_valid_dtypes([v for g, v in grads_and_vars if g is not None])
         return grads_and_vars
