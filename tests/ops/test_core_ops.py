@@ -126,3 +126,18 @@ def test_matmul_shape_error_names_op_and_shapes():
         b = tf.placeholder(tf.float32, [4, 5])
         with pytest.raises(ValueError, match=r"3 and 4 for MatMul 'mm'.*\(2, 3\), \(4, 5\)"):
             tf.matmul(a, b, name="mm")
+
+
+def test_gated_gradients_do_not_compute_gradients_of_unneeded_inputs():
+    """d loss / d x (a placeholder) is not needed for d loss / d w: it must not be computed."""
+    from zps.runtime.executor import prune
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [4, 3])
+        w = tf.Variable(np.ones((3, 2), np.float32))
+        loss = tf.reduce_sum(tf.matmul(x, w))
+        gw, = tf.gradients(loss, [w], gate_gradients=True)
+        matmuls = [op for op in prune([gw], [], {x}) if op.type == "MatMul"]
+        assert len(matmuls) == 1   # only x^T @ g; the forward matmul itself is not needed either
+        with tf.Session() as sess:
+            sess.run(w.initializer)
+            np.testing.assert_array_equal(sess.run(gw, {x: np.ones((4, 3))}), np.full((3, 2), 4.0))

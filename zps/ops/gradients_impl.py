@@ -69,6 +69,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
 
         ready = [op for op in _unique([y.op for y in ys]) if pending[op] == 0 and op in between]
         x_ops = {x.op for x in xs}
+        x_set = set(xs)
         while ready:
             op = ready.pop()
             out_grads = [_aggregate(grads.get(t), array_ops) for t in op._outputs]
@@ -76,6 +77,10 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             if op not in x_ops or any(t.op in between for t in op._inputs):
                 in_grads = _op_input_grads(op, out_grads, stop_ops, colocate_gradients_with_ops,
                                            array_ops)
+                # Gradients of inputs that lead to no x are never needed: dropping them here keeps
+                # gating (below) from forcing their computation (e.g. d loss / d input batch).
+                in_grads = [g if t.op in between or t in x_set else None
+                            for t, g in zip(op._inputs, in_grads)]
                 if gate_gradients and sum(g is not None for g in in_grads) > 1:
                     # TF1's GATE_OP: an op's input gradients are released together, so an
                     # in-place update of one input cannot race the gradient that still reads it.
