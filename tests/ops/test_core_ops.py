@@ -136,8 +136,12 @@ def test_gated_gradients_do_not_compute_gradients_of_unneeded_inputs():
         w = tf.Variable(np.ones((3, 2), np.float32))
         loss = tf.reduce_sum(tf.matmul(x, w))
         gw, = tf.gradients(loss, [w], gate_gradients=True)
-        matmuls = [op for op in prune([gw], [], {x}) if op.type == "MatMul"]
-        assert len(matmuls) == 1   # only x^T @ g; the forward matmul itself is not needed either
+        needed = prune([gw], [], {x})
+        # The only matmuls left: the forward one (its shape feeds Sum's gradient) and x^T @ g.
+        # g @ w^T (the gradient of x) would read w: no needed matmul may do that.
+        assert sum(op.type == "MatMul" for op in needed) == 2
+        assert not any(op.type == "MatMul" and op.name.startswith("gradients")
+                       and op.get_attr("transpose_b") for op in needed)
         with tf.Session() as sess:
             sess.run(w.initializer)
             np.testing.assert_array_equal(sess.run(gw, {x: np.ones((4, 3))}), np.full((3, 2), 4.0))
