@@ -12,6 +12,7 @@ import threading
 
 from zps.distributed.partition import partition
 from zps.framework import errors
+from zps.runtime.plan_cache import PlanCache
 from zps.transport import endpoint
 
 ABORT_WAIT_S = 10.0   # after a failure, how long to wait for the other partitions to stop
@@ -168,20 +169,12 @@ class MasterSession:
         self._config = config
         ms = getattr(config, "operation_timeout_in_ms", 0) or 0
         self._peer_timeout = ms / 1000.0 if ms > 0 else None
-        self._plans = {}
-        self._lock = threading.Lock()
+        self._plans = PlanCache(graph, lambda feeds, fetches, targets: StepPlan(
+            server, feeds, fetches, targets, self._peer_timeout))
         self.resources = server.resources
 
     def run(self, feeds, feed_values, fetches, targets, options=None, run_metadata=None):
-        key = (tuple(feeds), tuple(fetches), tuple(targets), self._graph._structure_version)
-        plan = self._plans.get(key)
-        if plan is None:
-            with self._lock:
-                plan = self._plans.get(key)
-                if plan is None:
-                    plan = self._plans[key] = StepPlan(self._server, feeds, fetches, targets,
-                                                       self._peer_timeout)
-        return plan.run(feed_values)
+        return self._plans.get(feeds, fetches, targets).run(feed_values)
 
     def list_devices(self):
         return [str(t) + "/device:CPU:0" for t in self._server.cluster_tasks()]

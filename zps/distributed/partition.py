@@ -95,7 +95,23 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None):
             p = parts[t] = Partition(t)
         return p
 
-    sends = {}  # (source tensor or op, destination task) -> _Recv output in the destination
+    transfers = {}  # (source tensor or op, destination task) -> _Recv output there
+
+    def transfer(source, src, dst, label, dtype, shape, make_value):
+        """One _Send on ``src`` and one _Recv on ``dst`` for ``source``, shared by all its
+        consumers on ``dst``; ``make_value(src_partition)`` builds the value to send."""
+        recv = transfers.get((source, dst))
+        if recv is None:
+            wire = "%s->%s:%s" % (src, dst, label)
+            sp = part(src)
+            send = sp.add("_Send", [make_value(sp)], {"key": wire, "dst": str(dst)},
+                          "_send/%s/%s" % (_safe(label), _safe(str(dst))))
+            sp.targets.append(send.name)
+            recv = part(dst).add("_Recv", [], {"key": wire, "src": str(src), "dtype": dtype,
+                                               "shape": shape},
+                                 "_recv/%s/%s" % (_safe(label), _safe(str(src)))).outputs[0]
+            transfers[(source, dst)] = recv
+        return recv
 
     def value_in(p, t):
         if t in fed:
@@ -110,40 +126,20 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None):
         src = task[t.op]
         if src == p.task:
             return p.mapped[t]
-        key = (t, p.task)
-        recv = sends.get(key)
-        if recv is None:
-            wire = "%s->%s:%s" % (src, p.task, t.name)
-            sp = part(src)
-            send = sp.add("_Send", [sp.mapped[t]], {"key": wire, "dst": str(p.task)},
-                          "_send/%s/%s" % (_safe(t.name), _safe(str(p.task))))
-            sp.targets.append(send.name)
-            recv = p.add("_Recv", [], {"key": wire, "src": str(src), "dtype": t.dtype,
-                                       "shape": _shape_attr(t)},
-                         "_recv/%s/%s" % (_safe(t.name), _safe(str(src)))).outputs[0]
-            sends[key] = recv
-        return recv
+        return transfer(t, src, p.task, t.name, t.dtype, _shape_attr(t),
+                        lambda sp: sp.mapped[t])
 
     def control_in(p, c):
         src = task[c]
         if src == p.task:
             return p.mapped_ops[c]
-        key = (c, p.task)
-        recv = sends.get(key)
-        if recv is None:
-            wire = "%s->%s:^%s" % (src, p.task, c.name)
-            sp = part(src)
-            token = sp.add("Const", [], {"value": _TOKEN, "dtype": _TOKEN_DTYPE},
-                           "_token/%s/%s" % (_safe(c.name), _safe(str(p.task))),
-                           control_inputs=[sp.mapped_ops[c]])
-            send = sp.add("_Send", [token.outputs[0]], {"key": wire, "dst": str(p.task)},
-                          "_send/^%s/%s" % (_safe(c.name), _safe(str(p.task))))
-            sp.targets.append(send.name)
-            recv = p.add("_Recv", [], {"key": wire, "src": str(src), "dtype": _TOKEN_DTYPE,
-                                       "shape": ()},
-                         "_recv/^%s/%s" % (_safe(c.name), _safe(str(src)))).outputs[0]
-            sends[key] = recv
-        return recv.op
+
+        def token(sp):  # an empty value that exists only once c has run
+            return sp.add("Const", [], {"value": _TOKEN, "dtype": _TOKEN_DTYPE},
+                          "_token/%s/%s" % (_safe(c.name), _safe(str(p.task))),
+                          control_inputs=[sp.mapped_ops[c]]).outputs[0]
+
+        return transfer(c, src, p.task, "^" + c.name, _TOKEN_DTYPE, (), token).op
 
     for op in ops:
         p = part(task[op])

@@ -7,13 +7,12 @@ each pruned step plan once with the master (a serialized subgraph) and then send
 receives fetches.
 """
 
-import threading
-
 from zps.client import session as _session
 from zps.distributed.master import to_op_error
 from zps.distributed.server import local_server
 from zps.framework import errors
 from zps.runtime.executor import prune
+from zps.runtime.plan_cache import PlanCache
 from zps.transport import endpoint
 
 
@@ -42,21 +41,14 @@ class RemoteMasterRunner:
         ms = getattr(config, "operation_timeout_in_ms", 0) or 0
         self._peer_timeout = ms / 1000.0 if ms > 0 else None
         self._transport = endpoint.default_transport()
-        self._plans = {}
-        self._lock = threading.Lock()
+        self._plans = PlanCache(graph, self._register)
 
     def run(self, feeds, feed_values, fetches, targets, options=None, run_metadata=None):
-        key = (tuple(feeds), tuple(fetches), tuple(targets), self._graph._structure_version)
-        handle = self._plans.get(key)
-        if handle is None:
-            with self._lock:
-                handle = self._plans.get(key)
-                if handle is None:
-                    handle = self._plans[key] = self._register(feeds, fetches, targets)
+        handle = self._plans.get(feeds, fetches, targets)
         try:
             reply = self._request("RunStep", {"handle": handle}, feed_values)
         except errors.AbortedError:
-            self._plans.pop(key, None)   # the master restarted: register again on retry
+            self._plans.discard(feeds, fetches, targets)   # master restarted: register on retry
             raise
         return reply.tensors
 
