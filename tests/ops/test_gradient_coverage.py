@@ -7,10 +7,9 @@ this test gathers them all and fails naming any differentiable op that no case e
 import importlib
 import pkgutil
 
+import tests.ops
 import zps  # noqa: F401 - registers every op
 from zps.framework.registry import REGISTRY
-
-import tests.ops
 
 # Ops whose gradient is covered by a dedicated test rather than a GradCase, with the reason.
 EXEMPT = {

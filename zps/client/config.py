@@ -59,6 +59,10 @@ class ConfigProto(_Message):
         "gpu_options": GPUOptions,
         "graph_options": GraphOptions,
         "isolate_session_state": False,
+        "placement_period": 0,
+        "cluster_def": None,
+        "rpc_options": None,
+        "experimental": None,
     }
 
 
@@ -67,7 +71,8 @@ class RunOptions(_Message):
     SOFTWARE_TRACE = 1
     HARDWARE_TRACE = 2
     NO_TRACE = 0
-    _FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "output_partition_graphs": False}
+    _FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "output_partition_graphs": False,
+               "inter_op_thread_pool": 0, "report_tensor_allocations_upon_oom": False}
 
 
 class RunMetadata(_Message):

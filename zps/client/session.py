@@ -11,18 +11,26 @@
 """
 
 import collections
-import threading
 
 import numpy as np
 
 from zps.client.config import ConfigProto
 from zps.framework import default_session, errors
 from zps.framework.device import DeviceSpec
-from zps.framework.graph import IndexedSlices, Operation, Tensor, get_default_graph, numpy_value
+from zps.framework.graph import (
+    IndexedSlices,
+    Operation,
+    get_default_graph,
+    is_symbolic,
+    numpy_value,
+)
 from zps.runtime.executor import Plan, StepContext
+from zps.runtime.plan_cache import PlanCache
 from zps.runtime.resources import ResourceManager
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue", ["values", "indices", "dense_shape"])
+DeviceAttributes = collections.namedtuple(
+    "DeviceAttributes", ["name", "device_type", "memory_limit_bytes", "incarnation"])
 
 _LOCAL_JOBS = (None, "localhost")
 
@@ -43,19 +51,15 @@ class _LocalRunner:
         self._graph = graph
         self._config = config
         self.resources = ResourceManager()
-        self._plans = {}
-        self._lock = threading.Lock()
+        self._plans = PlanCache(graph, lambda feeds, fetches, targets: Plan(
+            feeds, fetches, targets, placement_check=self._check_placement))
 
     def run(self, feeds, feed_values, fetches, targets, options, run_metadata):
-        key = (tuple(feeds), tuple(fetches), tuple(targets), self._graph._structure_version)
-        plan = self._plans.get(key)
-        if plan is None:
-            with self._lock:
-                plan = self._plans.get(key)
-                if plan is None:
-                    plan = Plan(feeds, fetches, targets, placement_check=self._check_placement)
-                    self._plans[key] = plan
+        plan = self._plans.get(feeds, fetches, targets)
         return plan.run(StepContext(self.resources), feed_values)
+
+    def list_devices(self):
+        return [DeviceAttributes("/job:localhost/replica:0/task:0/device:CPU:0", "CPU", 0, 0)]
 
     def _check_placement(self, op):
         if not op.device:
@@ -105,26 +109,49 @@ class BaseSession:
         return getattr(self._runner, "list_devices", lambda: [])()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Compute ``fetches`` (a nested structure of tensors, ops and names) given ``feed_dict``."""
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
+        """Compute ``fetches`` (a nested structure of tensors, ops and names) given ``feed_dict``.
+
+        Returns the same structure with numpy values (numpy scalars for 0-d tensors, None for
+        ops). Any tensor can be fed, which skips computing it.
+        """
+        self._check_open()
         structure = _FetchStructure(self._graph, fetches)
         feeds, feed_values = self._process_feeds(feed_dict)
-        tensors = [e for e in structure.unique if isinstance(e, Tensor)]
-        targets = [e for e in structure.unique if isinstance(e, Operation)]
-        values = self._runner.run(feeds, feed_values, tensors, targets, options, run_metadata)
-        by_element = {t: _fetch_result(v) for t, v in zip(tensors, values)}
-        return structure.build(by_element)
+        return structure.build(self._runner.run(feeds, feed_values, structure.tensors,
+                                                structure.targets, options, run_metadata))
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
-        """A function running ``fetches`` with positional feed values for ``feed_list``."""
-        feed_list = [self._graph.as_graph_element(f) for f in (feed_list or [])]
+        """A function running ``fetches`` with positional feed values for ``feed_list``.
 
+        The fetches and feeds are resolved once, so each call costs less than ``run``.
+        """
+        structure = _FetchStructure(self._graph, fetches)
+        feeds = []
+        for key in feed_list or []:
+            if hasattr(key, "_feed_tensors"):  # composite feeds (SparseTensor): the general path
+                return self._general_callable(fetches, feed_list, accept_options)
+            feeds.append(_expand_feed(self._graph, key, None)[0][0])
+
+        def call(*args, options=None, run_metadata=None):
+            self._check_open()
+            if len(args) != len(feeds):
+                raise TypeError("Callable expected %d feed values, got %d" % (len(feeds), len(args)))
+            values = [_feed_value(self._graph, t, v) for t, v in zip(feeds, args)]
+            return structure.build(self._runner.run(feeds, values, structure.tensors,
+                                                    structure.targets, options, run_metadata))
+        return call if accept_options else (lambda *args: call(*args))
+
+    def _general_callable(self, fetches, feed_list, accept_options):
         def call(*args, **kwargs):
             if len(args) != len(feed_list):
-                raise TypeError("Callable expected %d feed values, got %d" % (len(feed_list), len(args)))
+                raise TypeError("Callable expected %d feed values, got %d"
+                                % (len(feed_list), len(args)))
             return self.run(fetches, dict(zip(feed_list, args)), **kwargs)
-        return call
+        return call if accept_options else (lambda *args: call(*args))
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
 
     def _process_feeds(self, feed_dict):
         if not feed_dict:
@@ -133,7 +160,7 @@ class BaseSession:
         for key, value in feed_dict.items():
             for t, v in _expand_feed(self._graph, key, value):
                 feeds.append(t)
-                values.append(_feed_value(t, v))
+                values.append(_feed_value(self._graph, t, v))
         return feeds, values
 
     def close(self):
@@ -216,22 +243,31 @@ def _expand_feed(graph, key, value):
     return [(el, value)]
 
 
-def _feed_value(t, value):
-    if isinstance(value, Tensor | Operation):
+def _feed_value(graph, t, value):
+    """``value`` as an ndarray of ``t``'s dtype, checked against ``t``'s static shape."""
+    if is_symbolic(value):
         raise TypeError("The value of a feed cannot be a zps.Tensor object (feeding %s). Acceptable "
                         "feed values are Python scalars, strings, lists and numpy arrays; fetch the "
                         "tensor's value with sess.run first." % t.name)
-    try:
-        arr = numpy_value(value, t.dtype)
-    except (TypeError, ValueError) as e:
-        raise errors.InvalidArgumentError(
-            t.op.name, t.op, "Cannot feed a value of type %s to %s (dtype %s): %s"
-            % (type(value).__name__, t.name, t.dtype.name, e)) from None
-    if t.dtype.is_integer and isinstance(value, np.ndarray) and value.dtype.kind == "f":
-        raise errors.InvalidArgumentError(
-            t.op.name, t.op, "Cannot feed float values (dtype %s) to %s of dtype %s: cast them "
-            "explicitly first." % (value.dtype, t.name, t.dtype.name))
-    if not t.get_shape().is_compatible_with(arr.shape):
+    if not graph.is_feedable(t):
+        raise ValueError("Tensor %s may not be fed." % t.name)
+    np_dtype = t.dtype.as_numpy_dtype
+    if value.__class__ is np.ndarray and value.dtype.type is np_dtype and np_dtype is not np.object_:
+        arr = value  # the common case: already the right type (strings still become bytes)
+    else:
+        if t.dtype.is_integer and isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            raise errors.InvalidArgumentError(
+                t.op.name, t.op, "Cannot feed float values (dtype %s) to %s of dtype %s: cast them "
+                "explicitly first." % (value.dtype, t.name, t.dtype.name))
+        try:
+            arr = numpy_value(value, t.dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise errors.InvalidArgumentError(
+                t.op.name, t.op, "Cannot feed a value of type %s to %s (dtype %s): %s"
+                % (type(value).__name__, t.name, t.dtype.name, e)) from None
+    dims = t._shape._dims
+    if dims is not None and not (len(dims) == arr.ndim and all(
+            d is None or d == n for d, n in zip(dims, arr.shape))):
         raise errors.InvalidArgumentError(
             t.op.name, t.op, "Cannot feed value of shape %s for Tensor '%s', which has shape %s"
             % (tuple(arr.shape), t.name, t.get_shape()))
@@ -240,27 +276,35 @@ def _feed_value(t, value):
 
 # -- fetches -------------------------------------------------------------------------------------
 class _FetchStructure:
-    """Flattens a nested fetch argument into unique graph elements and rebuilds the results."""
+    """Flattens a nested fetch argument into unique tensors and ops, and rebuilds the results."""
 
     def __init__(self, graph, fetches):
         self._graph = graph
-        self.unique = []
+        self.tensors = []
+        self.targets = []
         self._index = {}
         self._builder = self._parse(fetches)
 
     def _add(self, element):
-        if element not in self._index:
-            self._index[element] = len(self.unique)
-            self.unique.append(element)
-        return element
+        """The position of a fetched tensor's value in the runner's result list."""
+        i = self._index.get(element)
+        if i is None:
+            if isinstance(element, Operation):
+                self.targets.append(element)
+                i = self._index[element] = -1
+            else:
+                i = self._index[element] = len(self.tensors)
+                self.tensors.append(element)
+        return i
 
     def _parse(self, f):
         if f is None:
             raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
         if isinstance(f, dict):
             builders = {k: self._parse(v) for k, v in f.items()}
-            return lambda vals: type(f)((k, b(vals)) for k, b in builders.items()) \
-                if not isinstance(f, collections.defaultdict) else _rebuild_dict(f, builders, vals)
+            if isinstance(f, collections.defaultdict):
+                return lambda vals: _rebuild_dict(f, builders, vals)
+            return lambda vals: type(f)((k, b(vals)) for k, b in builders.items())
         if isinstance(f, tuple) and hasattr(f, "_fields"):  # namedtuple
             builders = [self._parse(v) for v in f]
             return lambda vals: type(f)(*[b(vals) for b in builders])
@@ -278,16 +322,22 @@ class _FetchStructure:
             return lambda vals: make_value(*[b(vals) for b in builders])
         try:
             el = self._graph.as_graph_element(f)
-        except (KeyError, ValueError, TypeError) as e:
-            raise type(e)("Fetch argument %r cannot be interpreted as a Tensor or Operation: %s"
-                          % (f, e)) from None
-        self._add(el)
-        if isinstance(el, Operation):
+        except TypeError as e:
+            raise TypeError("Fetch argument %r has invalid type %r, must be a string or Tensor. "
+                            "(%s)" % (f, type(f), e)) from None
+        except (KeyError, ValueError) as e:
+            raise ValueError("Fetch argument %r cannot be interpreted as a Tensor. (%s)"
+                             % (f, e.args[0] if e.args else e)) from None
+        if not self._graph.is_fetchable(el):
+            raise ValueError("Operation %r has been marked as not fetchable." % el.name)
+        i = self._add(el)
+        if i < 0:
             return lambda vals: None
-        return lambda vals: vals[el]
+        np_dtype = el.dtype.as_numpy_dtype
+        return lambda vals: _fetch_result(vals[i], np_dtype)
 
-    def build(self, by_element):
-        return self._builder(by_element)
+    def build(self, values):
+        return self._builder(values)
 
 
 def _rebuild_dict(f, builders, vals):
@@ -297,8 +347,11 @@ def _rebuild_dict(f, builders, vals):
     return out
 
 
-def _fetch_result(value):
-    # TF1 returns numpy scalars (np.float32, bytes) for 0-d tensors.
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        return value[()]
-    return value
+def _fetch_result(value, np_dtype):
+    # TF1 returns numpy values: numpy scalars (np.float32, bytes) for 0-d tensors.
+    if value.__class__ is np.ndarray:
+        return value[()] if value.ndim == 0 else value
+    if isinstance(value, np.generic | bytes):
+        return value
+    value = np.asarray(value, dtype=np_dtype)  # a Python value from a kernel
+    return value[()] if value.ndim == 0 else value

@@ -38,7 +38,7 @@ def to_op_error(exc, task=None, address=None):
 
 class _TaskPart:
     __slots__ = ("task", "address", "partition", "feed_indices", "fetch_indices", "handle",
-                 "worker")
+                 "epoch", "worker")
 
     def __init__(self, task, address, part):
         self.task = task
@@ -47,7 +47,25 @@ class _TaskPart:
         self.feed_indices = list(part.feeds.values())
         self.fetch_indices = [i for i, _ in part.fetches]
         self.handle = None
+        self.epoch = None    # the server's failure epoch of the task when it was registered
         self.worker = None   # the WorkerService when the task is in this process
+
+
+class _Step:
+    """One running step: its id and its first failure (which cancels every partition once)."""
+
+    def __init__(self, plan, step_id):
+        self._plan = plan
+        self.id = step_id
+        self.failure = None
+        self._lock = threading.Lock()
+
+    def fail(self, exc, tp):
+        with self._lock:
+            if self.failure is not None:
+                return
+            self.failure = (exc, tp)
+        self._plan._cancel_everywhere(self.id, tp.task)
 
 
 class StepPlan:
@@ -65,34 +83,35 @@ class StepPlan:
 
     def run(self, feed_values):
         self._register()
-        step_id = random.getrandbits(62)
+        step = _Step(self, random.getrandbits(62))
         futures = {}
         inline = None
         for tp in self._parts:
             values = [feed_values[i] for i in tp.feed_indices]
+            if tp.worker is not None and inline is None:
+                inline = (tp, values)   # run in this thread, after starting the others
+                continue
             if tp.worker is not None:
-                if inline is None:
-                    inline = (tp, values)   # run in this thread, after starting the others
-                    continue
-                futures[self._server.pool.submit(tp.worker.run_graph, tp.handle, step_id,
-                                                 values)] = tp
+                f = self._server.pool.submit(tp.worker.run_graph, tp.handle, step.id, values)
             else:
-                futures[self._server.transport.request(
-                    tp.address, "RunGraph", {"handle": tp.handle, "step": step_id}, values,
-                    peer_timeout=self._peer_timeout)] = tp
+                f = self._server.transport.request(
+                    tp.address, "RunGraph", {"handle": tp.handle, "step": step.id}, values,
+                    peer_timeout=self._peer_timeout)
+            futures[f] = tp
+            # A failure anywhere aborts the step everywhere at once, so partitions waiting on
+            # the failed one (including the inline one below) stop instead of hanging.
+            f.add_done_callback(lambda f, tp=tp: f.exception() is not None and step.fail(
+                f.exception(), tp))
         results = {}
-        failure = None
         if inline is not None:
             tp, values = inline
             try:
-                results[id(tp)] = tp.worker.run_graph(tp.handle, step_id, values)
+                results[id(tp)] = tp.worker.run_graph(tp.handle, step.id, values)
             except Exception as e:  # noqa: BLE001 - becomes the step's error below
-                failure = (e, tp)
-        if failure is None and futures:
-            done, _ = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
-            failure = self._first_failure(done, futures)
-        if failure is not None:
-            self._abort(step_id, failure, futures)
+                step.fail(e, tp)
+        concurrent.futures.wait(futures, timeout=None if step.failure is None else ABORT_WAIT_S)
+        if step.failure is not None:
+            self._raise(step, futures)
         for f, tp in futures.items():
             r = f.result()
             results[id(tp)] = r if tp.worker is not None else r.tensors
@@ -104,41 +123,37 @@ class StepPlan:
             out[i] = feed_values[j]
         return out
 
-    @staticmethod
-    def _first_failure(done, futures):
-        for f in done:
-            if f.exception() is not None:
-                return f.exception(), futures[f]
-        return None
-
-    def _abort(self, step_id, failure, futures):
-        exc, tp = failure
-        error = to_op_error(exc, tp.task, tp.address)
-        if isinstance(error, errors.AbortedError | errors.UnavailableError):
-            self._invalidate(tp)
-        cancel = errors.CancelledError(None, None, "Step %d cancelled: %s failed" % (step_id, tp.task))
+    def _cancel_everywhere(self, step_id, failed_task):
+        cancel = "step %d cancelled: %s failed" % (step_id, failed_task)
         for other in self._parts:
             if other.worker is not None:
-                other.worker.abort_step(step_id, cancel)
+                other.worker.abort_step(step_id, errors.CancelledError(None, None, cancel))
             else:
-                self._server.transport.send_oneway(
-                    other.address, "AbortStep", {"step": step_id, "message": str(cancel.message)})
+                self._server.transport.send_oneway(other.address, "AbortStep",
+                                                   {"step": step_id, "message": cancel})
+
+    def _raise(self, step, futures):
+        """Raise the step's first failure; tasks that restarted or vanished register again."""
         concurrent.futures.wait(futures, timeout=ABORT_WAIT_S)
-        for f, other in futures.items():
-            if f.done() and f.exception() is not None:
-                e = to_op_error(f.exception(), other.task, other.address)
-                if isinstance(e, errors.AbortedError | errors.UnavailableError):
-                    self._invalidate(other)
+        exc, tp = step.failure
+        for f, other in list(futures.items()) + [(None, tp)]:
+            e = exc if f is None else (f.exception() if f.done() else None)
+            if e is not None and isinstance(to_op_error(e, other.task, other.address),
+                                            errors.AbortedError | errors.UnavailableError):
+                self._invalidate(other)
+        error = to_op_error(exc, tp.task, tp.address)
         raise error from (exc if exc is not error else None)
 
     def _invalidate(self, tp):
-        with self._lock:
-            tp.handle = None
+        # Every plan of this server registers again with the task, not only this one.
+        self._server.task_failed(tp.task)
 
     def _register(self):
         with self._lock:
-            todo = [tp for tp in self._parts if tp.handle is None]
+            epochs = self._server.task_epochs
+            todo = [tp for tp in self._parts if tp.handle is None or tp.epoch != epochs[tp.task]]
             for tp in todo:
+                tp.epoch = epochs[tp.task]
                 local = self._server.local_peer(tp.address)
                 p = tp.partition
                 names = ([n for n in p.feeds], [n for _, n in p.fetches], list(p.targets))

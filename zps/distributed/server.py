@@ -10,6 +10,7 @@ b'Hello, distributed TensorFlow!'
 >>> server.stop()
 """
 
+import collections
 import concurrent.futures
 import logging
 import random
@@ -22,6 +23,7 @@ from zps.distributed.rendezvous import Rendezvous
 from zps.distributed.worker_service import WorkerService
 from zps.framework import errors
 from zps.framework.graph import Graph
+from zps.ops import array_ops
 from zps.runtime.resources import ResourceManager
 from zps.transport import endpoint
 
@@ -76,6 +78,7 @@ class Server:
         self._bound = None
         self._plans = {}
         self._plan_ids = iter(range(1, 1 << 62))
+        self.task_epochs = collections.Counter()   # bumped when a task fails or restarts
         self._stopped = threading.Event()
         if start:
             self.start()
@@ -110,6 +113,10 @@ class Server:
     def local_peer(self, address):
         return _local_servers.get(address)
 
+    def task_failed(self, task):
+        """A task was found down or restarted: every plan registers with it again."""
+        self.task_epochs[task] += 1
+
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self):
         """Bind the server's address and serve (idempotent)."""
@@ -117,7 +124,7 @@ class Server:
             return
         self.transport = endpoint.default_transport()
         self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=64, thread_name_prefix="zps-%s-%d" % self._task)
+            max_workers=64, thread_name_prefix="zps-%s-%d" % (self._task.job, self._task.index))
         try:
             self._bound = self.transport.bind(self._address, self._handle,
                                               bind_address=self._bind_address)
@@ -158,7 +165,7 @@ class Server:
                 del _local_servers[self._address]
         self.transport.unbind(self._bound)
         self._bound = None
-        self.rendezvous.abort_all(errors.CancelledError(None, None, "server %s stopped" % self._task))
+        self.rendezvous.abort_all(errors.CancelledError(None, None, "server %s stopped" % (self._task,)))
         self.resources.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
@@ -227,9 +234,9 @@ class Server:
         graph_def = _field(body, "graph", dict)
         names = [_field(body, k, list) for k in ("feeds", "fetches", "targets")]
         graph = Graph()
-        with graph.as_default():
-            import_graph_def(graph_def, name="")
         try:
+            with graph.as_default():
+                import_graph_def(graph_def, name="")
             handle = self.worker.register_graph(graph, *names)
         except (KeyError, ValueError) as e:
             raise errors.InvalidArgumentError(None, None, "bad RegisterGraph request: %s" % e) from None
@@ -242,14 +249,28 @@ class Server:
 
     def _rpc_register_plan(self, body, tensors):
         from zps.framework.serialization import import_graph_def
+        graph_def = _field(body, "graph", dict)
+        shipped = {n.get("name") for n in graph_def.get("node", []) if isinstance(n, dict)}
         graph = Graph()
+        input_map = {}
         with graph.as_default():
-            import_graph_def(_field(body, "graph", dict), name="")
+            for i, spec in enumerate(_field(body, "feeds", list)):
+                # A fed tensor whose producer was not shipped (pruned away) arrives as a placeholder.
+                if not (isinstance(spec, list) and len(spec) == 3 and isinstance(spec[0], str)):
+                    raise errors.InvalidArgumentError(None, None, "bad feed spec %r" % (spec,))
+                name, dtype, shape = spec
+                if name.rsplit(":", 1)[0] not in shipped:
+                    input_map[name] = array_ops.placeholder(dtype, shape, name="_feed_%d" % i)
+            try:
+                import_graph_def(graph_def, input_map=input_map, name="")
+            except (TypeError, ValueError) as e:
+                raise errors.InvalidArgumentError(None, None, "bad RegisterPlan graph: %s" % e) from None
         try:
-            feeds = [graph.get_tensor_by_name(n) for n in _field(body, "feeds", list)]
+            feeds = [input_map[spec[0]] if spec[0] in input_map else graph.get_tensor_by_name(spec[0])
+                     for spec in body["feeds"]]
             fetches = [graph.get_tensor_by_name(n) for n in _field(body, "fetches", list)]
             targets = [graph.get_operation_by_name(n) for n in _field(body, "targets", list)]
-        except (KeyError, ValueError) as e:
+        except (KeyError, ValueError, TypeError) as e:
             raise errors.InvalidArgumentError(None, None, "bad RegisterPlan request: %s" % e) from None
         timeout = body.get("peer_timeout")
         plan = StepPlan(self, feeds, fetches, targets,

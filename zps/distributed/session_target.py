@@ -54,9 +54,9 @@ class RemoteMasterRunner:
 
     def _register(self, feeds, fetches, targets):
         ops = prune(fetches, targets, set(feeds))
-        ops += [t.op for t in feeds if t.op not in ops]
-        body = {"graph": self._graph.as_graph_def(ops=ops),
-                "feeds": [t.name for t in feeds], "fetches": [t.name for t in fetches],
+        feeds_spec = [[t.name, t.dtype.name, _shape(t)] for t in feeds]
+        body = {"graph": self._graph.as_graph_def(ops=ops), "feeds": feeds_spec,
+                "fetches": [t.name for t in fetches],
                 "targets": [op.name for op in targets], "peer_timeout": self._peer_timeout}
         return self._request("RegisterPlan", body).body["handle"]
 
@@ -73,6 +73,13 @@ class RemoteMasterRunner:
 
     def close(self):
         self._plans.clear()
+
+
+
+
+def _shape(t):
+    s = t.get_shape()
+    return None if s.ndims is None else s.as_list()
 
 
 _session.register_target_scheme("zps", runner_for_target)

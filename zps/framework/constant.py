@@ -34,9 +34,11 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
         dt = _dtypes.as_dtype(value.dtype)
     try:
         arr = _graph.numpy_value(value, dt)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise TypeError("Cannot make a %s constant from %r: %s"
                         % (dt.name if dt else "zps", value, e)) from None
+    if isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
+        arr = arr.copy()  # the constant must not see (or freeze) the caller's array
     if dt is not None and dt is not _dtypes.string and not dt.is_bool:
         _check_lossless(value, arr, dt)
     if shape is not None:

@@ -32,30 +32,25 @@ class DeviceSpec:
         if isinstance(spec, DeviceSpec):
             return self.merge_from(spec)
         text = str(spec).strip()
+        typed = False
         for part in filter(None, text.split("/")):
             fields = part.split(":")
             key = fields[0].lower()
-            try:
-                if key == "job" and len(fields) == 2 and fields[1]:
-                    self.job = fields[1]
-                elif key == "replica" and len(fields) == 2:
-                    self.replica = int(fields[1])
-                elif key == "task" and len(fields) == 2:
-                    self.task = int(fields[1])
-                elif key == "device" and len(fields) == 3:
-                    self.device_type = _normalize_type(fields[1])
-                    self.device_index = None if fields[2] == "*" else int(fields[2])
-                elif key == "device" and len(fields) == 2:
-                    self.device_type = _normalize_type(fields[1])
-                elif key in ("cpu", "gpu") and len(fields) == 2:  # legacy /cpu:0, /gpu:1
-                    self.device_type = key.upper()
-                    self.device_index = None if fields[1] == "*" else int(fields[1])
-                else:
-                    raise ValueError
-            except ValueError:
-                raise ValueError(
-                    "Invalid device part %r in device string %r; expected e.g. "
-                    "'/job:ps/replica:0/task:1/device:CPU:0' or '/gpu:0'" % (part, text)) from None
+            if key == "job" and len(fields) == 2 and fields[1]:
+                self.job = fields[1]
+            elif key in ("replica", "task") and len(fields) == 2:
+                setattr(self, key, _index(fields[1], part, text))
+            elif (key == "device" and len(fields) in (2, 3) and fields[1]) or \
+                    (key in ("cpu", "gpu") and len(fields) <= 2):  # legacy /cpu:0, /gpu:1, /cpu
+                if typed:
+                    raise ValueError("Cannot specify multiple device types in device string %r"
+                                     % text)
+                typed = True
+                self.device_type = _normalize_type(fields[1] if key == "device" else key)
+                index = fields[-1] if len(fields) == (3 if key == "device" else 2) else "*"
+                self.device_index = None if index == "*" else _index(index, part, text)
+            else:
+                raise _bad_part(part, text)
         return self
 
     def merge_from(self, other):
@@ -102,6 +97,17 @@ class DeviceSpec:
         return "DeviceSpec(%r)" % self.to_string()
 
     __str__ = to_string
+
+
+def _index(field, part, text):
+    if not field.isdigit():
+        raise _bad_part(part, text)
+    return int(field)
+
+
+def _bad_part(part, text):
+    return ValueError("Invalid device part %r in device string %r; expected e.g. "
+                      "'/job:ps/replica:0/task:1/device:CPU:0' or '/gpu:0'" % (part, text))
 
 
 def _normalize_type(t):

@@ -9,24 +9,36 @@ True
 <class 'numpy.float32'>
 """
 
+import builtins
+
 import numpy as np
 
 
 class DType:
     """A tensor element type; compare with ``is`` or ``==`` (also against strings and numpy types)."""
 
-    __slots__ = ("name", "_np")
+    __slots__ = ("name", "_np", "_enum")
 
-    def __init__(self, name, np_type):
+    def __init__(self, name, np_type, enum):
         self.name = name
         self._np = np_type
+        self._enum = enum
 
     @property
     def as_numpy_dtype(self):
         return self._np
 
     @property
+    def as_datatype_enum(self):
+        """TF1's DataType enum value (float32 = 1, ...), for interop with TF1 tooling."""
+        return self._enum
+
+    @property
     def base_dtype(self):
+        return self
+
+    @property
+    def real_dtype(self):
         return self
 
     @property
@@ -46,6 +58,14 @@ class DType:
         return self.name == "bool"
 
     @property
+    def is_complex(self):
+        return False
+
+    @property
+    def is_quantized(self):
+        return False
+
+    @property
     def is_numpy_compatible(self):
         return True
 
@@ -55,11 +75,24 @@ class DType:
 
     @property
     def min(self):
-        return np.finfo(self._np).min if self.is_floating else np.iinfo(self._np).min
+        """The smallest finite value of this type; TypeError for bool and string."""
+        return self._info("minimum").min
 
     @property
     def max(self):
-        return np.finfo(self._np).max if self.is_floating else np.iinfo(self._np).max
+        """The largest finite value of this type; TypeError for bool and string."""
+        return self._info("maximum").max
+
+    @property
+    def limits(self):
+        return self.min, self.max
+
+    def _info(self, what):
+        if self.is_floating:
+            return np.finfo(self._np)
+        if self.is_integer:
+            return np.iinfo(self._np)
+        raise TypeError("Cannot find %s value of %s." % (what, self.name))
 
     def is_compatible_with(self, other):
         return self == as_dtype(other)
@@ -81,22 +114,25 @@ class DType:
     def __repr__(self):
         return "tf.%s" % self.name
 
+    def __str__(self):
+        return "<dtype: %r>" % self.name
+
     def __reduce__(self):
         return as_dtype, (self.name,)
 
 
 _INTEGER_NAMES = frozenset(("int8", "int16", "int32", "int64", "uint8"))
 
-float16 = DType("float16", np.float16)
-float32 = DType("float32", np.float32)
-float64 = DType("float64", np.float64)
-int8 = DType("int8", np.int8)
-int16 = DType("int16", np.int16)
-int32 = DType("int32", np.int32)
-int64 = DType("int64", np.int64)
-uint8 = DType("uint8", np.uint8)
-bool = DType("bool", np.bool_)  # noqa: A001 - TF1's public name
-string = DType("string", np.object_)
+float16 = DType("float16", np.float16, 19)
+float32 = DType("float32", np.float32, 1)
+float64 = DType("float64", np.float64, 2)
+int8 = DType("int8", np.int8, 6)
+int16 = DType("int16", np.int16, 5)
+int32 = DType("int32", np.int32, 3)
+int64 = DType("int64", np.int64, 9)
+uint8 = DType("uint8", np.uint8, 4)
+bool = DType("bool", np.bool_, 10)  # noqa: A001 - TF1's public name
+string = DType("string", np.object_, 7)
 half = float16
 double = float64
 
@@ -104,10 +140,14 @@ ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, string
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32})
 _BY_NP = {np.dtype(d._np): d for d in ALL if d is not string}
+_BY_ENUM = {d._enum: d for d in ALL}
+# TF1's _PYTHON_TO_TF: Python float means float32 (int falls through to numpy: int64).
+_BY_PYTHON = {builtins.float: float32, builtins.bool: bool, builtins.object: string,
+              builtins.str: string, builtins.bytes: string}
 
 
 def as_dtype(value):
-    """Return the DType for a DType, name, numpy dtype or Python type."""
+    """Return the DType for a DType, name, numpy dtype, Python type or TF1 DataType enum."""
     if isinstance(value, DType):
         return value
     if isinstance(value, str):
@@ -115,8 +155,16 @@ def as_dtype(value):
             return _BY_NAME[value]
         except KeyError:
             raise TypeError("Unknown dtype name %r; use one of %s" % (value, sorted(_BY_NAME))) from None
-    if value in (bytes, str):
-        return string
+    if isinstance(value, int) and not isinstance(value, builtins.bool):
+        try:
+            return _BY_ENUM[value]
+        except KeyError:
+            raise TypeError("Unknown DataType enum value %d" % value) from None
+    if isinstance(value, type) and value in _BY_PYTHON:
+        return _BY_PYTHON[value]
+    if value is None or (isinstance(value, type) and value is not builtins.int
+                         and not issubclass(value, np.generic)):
+        raise TypeError("Cannot convert %r to a zps dtype" % (value,))
     try:
         npd = np.dtype(value)
     except TypeError:
@@ -140,7 +188,9 @@ def dtype_of_value(value):
     if arr.dtype == np.float64:
         return float32
     if arr.dtype == np.int64:
-        return int32
+        # TF1 prefers int32 for Python ints, unless a value does not fit.
+        fits = arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31)
+        return int32 if fits else int64
     return as_dtype(arr.dtype)
 
 __all__ = [

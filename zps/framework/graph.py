@@ -97,8 +97,8 @@ class Tensor:
     def __repr__(self):
         return "<zps.Tensor '%s' shape=%s dtype=%s>" % (self.name, self._shape, self._dtype.name)
 
-    def __hash__(self):
-        return id(self)
+    # Tensors are dict keys everywhere (feeds, plans): identity hashing, in C for speed.
+    __hash__ = object.__hash__
 
     def __bool__(self):
         raise TypeError("Using a zps.Tensor as a Python bool is not allowed: its value is only known "
@@ -107,6 +107,10 @@ class Tensor:
     def __iter__(self):
         raise TypeError("zps.Tensor %s is not iterable in graph mode; use zps.unstack or index it "
                         "with t[i]." % self.name)
+
+    def __len__(self):
+        raise TypeError("len is not well defined for symbolic Tensor %s; use t.get_shape() for "
+                        "its static shape or zps.shape(t) for its runtime shape." % self.name)
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("Cannot convert symbolic zps.Tensor %s to a numpy array: fetch its value with "
@@ -141,6 +145,20 @@ class IndexedSlices:
         return "IndexedSlices(indices=%s, values=%s)" % (self.indices, self.values)
 
 
+class NodeDef(dict):
+    """An op as plain data (``name``, ``op``, ``input``, ``device``, ``attr``), as in a GraphDef.
+
+    A dict (msgpack-able) whose keys also read as attributes, like TF1's NodeDef proto
+    (``op.node_def.op``).
+    """
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
 class Operation:
     """A node of the graph: a type, input tensors, attrs, a device and control inputs."""
 
@@ -153,6 +171,7 @@ class Operation:
         self._attrs = dict(attrs)
         self._control_inputs = list(control_inputs)
         self._device = ""
+        # Names of the ops this one is colocated with (TF1's "loc:@name" groups); [] = its own.
         self._colocation = []
         self._id = graph._next_id()
         self._outputs = [Tensor(self, i, dt, sh) for i, (dt, sh) in enumerate(output_specs)]
@@ -177,6 +196,9 @@ class Operation:
             raise ValueError("Operation %s (%s) has no attr %r; it has %s"
                              % (self._name, self._type, name, sorted(self._attrs))) from None
 
+    def _set_attr(self, name, value):
+        self._attrs[name] = value
+
     def _set_device(self, device):
         self._device = canonical_name(device)
 
@@ -185,9 +207,14 @@ class Operation:
             self._control_inputs.append(op)
             self._graph._structure_version += 1
 
+    def _add_control_inputs(self, ops):
+        for op in ops:
+            self._add_control_input(op)
+
     def colocation_groups(self):
+        """The sorted colocation groups of this op, e.g. ``[b'loc:@w']``."""
         names = self._colocation or [self._name]
-        return [("loc:@" + n).encode() for n in names]
+        return sorted({("loc:@" + n).encode() for n in names})
 
     def run(self, feed_dict=None, session=None):
         """Run this op in the default (or given) session."""
@@ -195,9 +222,9 @@ class Operation:
 
     @property
     def node_def(self):
-        return {"name": self._name, "op": self._type, "device": self._device,
-                "input": [t.name for t in self._inputs] + ["^" + c.name for c in self._control_inputs],
-                "attr": dict(self._attrs)}
+        """This op as plain data (see zps.framework.serialization)."""
+        from zps.framework import serialization
+        return NodeDef(serialization.node_to_def(self))
 
     def __repr__(self):
         return "<zps.Operation '%s' type=%s>" % (self._name, self._type)
@@ -215,11 +242,31 @@ def _run_in_session(fetch, feed_dict, session):
     return session.run(fetch, feed_dict)
 
 
-_VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+# TF1's rules: op names and root scopes start with [A-Za-z0-9.]; a scope nested in another may
+# also start with '_', '-', '/' or '>'. Op names may also start with '_' and contain '^' (after
+# the first character): the names internal machinery gives its ops (the partitioner's _send/^x).
+# ':' never appears in a name: it separates the output index in tensor names.
+_VALID_ROOT_SCOPE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+_VALID_OP_NAME = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9_.\-/>^]*$")
+_VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]*$")
+
+
+class _ControlFrame:
+    """One ``control_dependencies`` block: its control ops and the ops created inside it."""
+
+    __slots__ = ("ops", "created")
+
+    def __init__(self, ops):
+        self.ops = ops
+        self.created = set()
 
 
 class Graph:
-    """A TensorFlow-style computation graph: Operations connected by Tensors."""
+    """A TensorFlow-style computation graph: Operations connected by Tensors.
+
+    Scopes (name, device, control dependencies, colocation) are per thread, as in TF1; the ops,
+    names and collections are shared and guarded by a lock.
+    """
 
     def __init__(self):
         self._lock = threading.RLock()
@@ -230,15 +277,17 @@ class Graph:
         self._structure_version = 0
         self._collections = {}
         self._finalized = False
+        self._unfeedable = set()
+        self._unfetchable = set()
         self.seed = None
         self._local = threading.local()
         self._container = ""
 
     # -- thread-local scope stacks ---------------------------------------------------------
-    def _tl(self, attr, default):
+    def _tl(self, attr):
         val = getattr(self._local, attr, None)
         if val is None:
-            val = default()
+            val = []
             setattr(self._local, attr, val)
         return val
 
@@ -250,9 +299,19 @@ class Graph:
     def _name_stack(self, value):
         self._local.name_stack = value
 
-    _device_stack = property(lambda self: self._tl("device_stack", list))
-    _control_stack = property(lambda self: self._tl("control_stack", list))
-    _colocation_stack = property(lambda self: self._tl("colocation_stack", list))
+    _device_stack = property(lambda self: self._tl("device_stack"))
+    _control_stack = property(lambda self: self._tl("control_stack"))
+    _colocation_stack = property(lambda self: self._tl("colocation_stack"))
+
+    @contextlib.contextmanager
+    def _swapped(self, attr, value):
+        """Replace one thread-local scope stack for the duration of a block."""
+        saved = self._tl(attr)
+        setattr(self._local, attr, value)
+        try:
+            yield
+        finally:
+            setattr(self._local, attr, saved)
 
     # -- basic properties ------------------------------------------------------------------
     @property
@@ -260,8 +319,17 @@ class Graph:
         return self._id_counter
 
     @property
+    def graph_def_versions(self):
+        from zps.framework import serialization
+        return dict(serialization.VERSIONS)
+
+    @property
     def finalized(self):
         return self._finalized
+
+    @property
+    def building_function(self):
+        return False
 
     def finalize(self):
         """Make this graph read-only: creating an op afterwards raises RuntimeError."""
@@ -270,6 +338,12 @@ class Graph:
     def _unsafe_unfinalize(self):
         self._finalized = False
 
+    def _check_not_finalized(self, what):
+        if self._finalized:
+            raise RuntimeError("Graph is finalized and cannot be modified (%s). Build every op "
+                               "before the session starts (MonitoredSession finalizes the graph)."
+                               % what)
+
     def _next_id(self):
         self._id_counter += 1
         return self._id_counter
@@ -277,47 +351,73 @@ class Graph:
     @contextlib.contextmanager
     def as_default(self):
         """Make this graph the default graph inside the ``with`` block (per thread)."""
-        _default_graph_stack().append(self)
+        stack = _default_graph_stack()
+        stack.append(self)
         try:
             yield self
         finally:
-            _default_graph_stack().pop()
+            # Remove this entry even if blocks were exited out of order (InteractiveSession).
+            if stack and stack[-1] is self:
+                stack.pop()
+            else:
+                for i in range(len(stack) - 1, -1, -1):
+                    if stack[i] is self:
+                        del stack[i]
+                        break
+
+    def as_graph_def(self, from_version=None, add_shapes=False, ops=None):
+        """This graph (or just ``ops`` of it) as plain data (dicts, lists, str, bytes, numbers).
+
+        See ``zps.framework.serialization``; ``import_graph_def`` rebuilds it.
+        """
+        from zps.framework import serialization
+        return serialization.graph_to_def(self, ops=ops, add_shapes=add_shapes)
 
     # -- names -----------------------------------------------------------------------------
     def get_name_scope(self):
         return self._name_stack
 
     def unique_name(self, name, mark_as_used=True):
-        """``name`` under the current name scope, suffixed with _1, _2 ... to make it unique."""
+        """``name`` under the current name scope, suffixed with _1, _2 ... to make it unique.
+
+        Names are compared case-insensitively (``foo`` and ``Foo`` collide), as in TF1.
+        """
         if self._name_stack:
             name = self._name_stack + "/" + name
         key = name.lower()
-        i = self._names_in_use.get(key, 0)
-        if mark_as_used:
-            self._names_in_use[key] = i + 1
-        if i > 0:
-            base = key
-            while True:
-                candidate = "%s_%d" % (base, i)
-                if candidate not in self._names_in_use:
-                    break
-                i += 1
+        with self._lock:
+            i = self._names_in_use.get(key, 0)
             if mark_as_used:
-                self._names_in_use[candidate] = 1
-            name = "%s_%d" % (name, i)
+                self._names_in_use[key] = i + 1
+            if i > 0:
+                while "%s_%d" % (key, i) in self._names_in_use:
+                    i += 1
+                if mark_as_used:
+                    self._names_in_use["%s_%d" % (key, i)] = 1
+                name = "%s_%d" % (name, i)
         return name
 
     @contextlib.contextmanager
     def name_scope(self, name):
-        """Open a name scope; yields the scope string ending with '/' ('' for the root scope)."""
+        """Open a name scope; yields the scope string ending with '/' ('' for the root scope).
+
+        ``name`` is made unique ('layer', 'layer_1' ...); a name ending in '/' re-enters that exact
+        (absolute) scope; None or '' returns to the root scope.
+        """
+        if isinstance(name, bytes):
+            name = name.decode()
+        if name:
+            regex = _VALID_SCOPE_NAME if self._name_stack else _VALID_ROOT_SCOPE
+            if not regex.match(name):
+                raise ValueError("'%s' is not a valid scope name: names may contain letters, "
+                                 "digits and _ . - / > (and may not start with _ - / at the root)"
+                                 % name)
         old = self._name_stack
-        if name is None or name == "":
+        if not name:
             new = ""
         elif name.endswith("/"):
             new = name[:-1]  # re-entering an existing scope string
         else:
-            if not _VALID_NAME.match(name):
-                raise ValueError("'%s' is not a valid scope name" % name)
             new = self.unique_name(name)
         self._name_stack = new
         try:
@@ -328,7 +428,11 @@ class Graph:
     # -- devices, control dependencies, colocation ----------------------------------------
     @contextlib.contextmanager
     def device(self, device_name_or_function):
-        """Place ops created in the block: a device string, DeviceSpec, function(op) or None."""
+        """Place ops created in the block: a device string, DeviceSpec, function(op) or None.
+
+        Scopes nest: an inner string sets its fields and outer ones fill the fields it leaves
+        unset; a function receives the op and returns its device; None ignores outer scopes.
+        """
         spec = device_name_or_function
         if spec is not None and not callable(spec):
             spec = merge_device(spec if isinstance(spec, DeviceSpec) else canonical_name(spec))
@@ -350,138 +454,236 @@ class Graph:
     def control_dependencies(self, control_inputs):
         """Ops created in the block run only after ``control_inputs`` (None clears them)."""
         if control_inputs is None:
-            saved = list(self._control_stack)
-            self._control_stack.clear()
-            self._control_stack.append(None)
-            try:
+            with self._swapped("control_stack", []):
                 yield
-            finally:
-                self._control_stack.clear()
-                self._control_stack.extend(saved)
             return
         ops = []
         for c in control_inputs:
+            if isinstance(c, IndexedSlices):
+                c = c.op
             c = self.as_graph_element(c)
-            ops.append(c if isinstance(c, Operation) else c.op)
-        self._control_stack.append(ops)
+            c = c if isinstance(c, Operation) else c.op
+            if c not in ops:
+                ops.append(c)
+        self._control_stack.append(_ControlFrame(ops))
         try:
             yield
         finally:
             self._control_stack.pop()
 
-    def _current_control_inputs(self):
+    def _control_inputs_for(self, input_ops):
+        """The control inputs a new op with data inputs ``input_ops`` gets from the scopes.
+
+        As in TF1, a block's controls are skipped when an input was itself created inside that
+        block (it already waits for them), and an op that is already a data input is not added.
+        """
         out = []
         for frame in self._control_stack:
-            if frame is None:
-                out.clear()
+            if any(op in frame.created for op in input_ops):
                 continue
-            for op in frame:
-                if op not in out:
-                    out.append(op)
+            for c in frame.ops:
+                if c not in out and c not in input_ops:
+                    out.append(c)
         return out
+
+    def _current_control_inputs(self):
+        return self._control_inputs_for(())
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing=False):
-        """Ops created in the block are placed on ``op``'s device, ignoring device scopes."""
-        if op is None:
-            if not ignore_existing:
-                raise ValueError("colocate_with(None) requires ignore_existing=True")
-            target = None
-        else:
-            target = _as_op(self.as_graph_element(_unwrap(op)))
-        saved_devices = list(self._device_stack)
-        saved_coloc = list(self._colocation_stack)
-        if ignore_existing:
-            self._colocation_stack.clear()
+        """Ops created in the block are placed with ``op``: in its colocation group, on its device.
+
+        Device scopes opened outside the block are ignored (colocation is stronger); a device
+        scope opened inside applies unless ``op`` has a device. ``ignore_existing`` drops the
+        colocations of enclosing blocks; ``colocate_with(None, ignore_existing=True)`` clears them.
+        """
+        if op is None and not ignore_existing:
+            raise ValueError("colocate_with(None) requires ignore_existing=True")
+        target = None if op is None else _as_op(self.as_graph_element(_unwrap(op)))
+        coloc = [] if ignore_existing else list(self._colocation_stack)
         if target is not None:
-            self._colocation_stack.append(target)
-            self._device_stack.clear()
-        try:
+            coloc.append(target)
+        with self._swapped("device_stack", []), self._swapped("colocation_stack", coloc):
             yield
-        finally:
-            self._device_stack[:] = saved_devices
-            self._colocation_stack[:] = saved_coloc
+
+    def _apply_colocation(self, op):
+        stack = self._colocation_stack
+        if not stack:
+            return
+        groups = set()
+        for target in stack:
+            groups.update(target._colocation or [target.name])
+            if target.device:
+                op._device = target.device
+        op._colocation = sorted(groups)
+
+    # -- feeding and fetching ----------------------------------------------------------------
+    def prevent_feeding(self, tensor):
+        """Mark ``tensor`` as not feedable (Session.run raises ValueError if it is fed)."""
+        self._unfeedable.add(tensor)
+
+    def is_feedable(self, tensor):
+        return tensor not in self._unfeedable
+
+    def prevent_fetching(self, op):
+        """Mark ``op`` as not fetchable (Session.run raises ValueError if it or its outputs are)."""
+        self._unfetchable.add(op)
+
+    def is_fetchable(self, tensor_or_op):
+        op = tensor_or_op.op if isinstance(tensor_or_op, Tensor) else tensor_or_op
+        return op not in self._unfetchable
 
     # -- op creation -----------------------------------------------------------------------
     def create_op(self, op_type, inputs, attrs=None, name=None, num_outputs=None):
-        """Create an Operation of a registered type; returns it (outputs in ``op.outputs``)."""
-        if self._finalized:
-            raise RuntimeError("Graph is finalized and cannot be modified (creating op %r). Build "
-                               "every op before the session starts (MonitoredSession finalizes "
-                               "the graph)." % (name or op_type))
+        """Create an Operation of a registered type; returns it (outputs in ``op.outputs``).
+
+        ``name`` is made unique under the current name scope; a name ending in '/' (a scope
+        opened for this op) is used exactly. Device, control-dependency and colocation scopes
+        apply.
+        """
+        self._check_not_finalized("creating op %r" % (name or op_type))
         opdef = registry.get_op_def(op_type)
+        self._check_inputs(inputs, name or op_type)
+        with self._lock:
+            if name and name.endswith("/"):
+                name = self._claim_exact_name(name[:-1])
+            else:
+                name = self.unique_name(_checked_op_name(name or op_type))
+            control = self._control_inputs_for({t.op for t in inputs})
+            op = self._new_op(opdef, op_type, name, inputs, attrs, control, num_outputs)
+            self._apply_device_functions(op)
+            self._apply_colocation(op)
+            self._add_op(op)
+        return op
+
+    def _import_op(self, op_type, name, inputs, attrs, num_outputs, control_inputs, device):
+        """Create an op with an exact name, given control inputs and an original device (on which
+        the device scopes are merged, as TF1's import_graph_def does)."""
+        self._check_not_finalized("importing op %r" % name)
+        opdef = registry.get_op_def(op_type)
+        self._check_inputs(inputs, name)
+        with self._lock:
+            name = self._claim_exact_name(name)
+            op = self._new_op(opdef, op_type, name, inputs, attrs, control_inputs, num_outputs)
+            op._set_device(device)
+            self._apply_device_functions(op)
+            self._add_op(op)
+        return op
+
+    def _check_inputs(self, inputs, what):
         for t in inputs:
             if not isinstance(t, Tensor):
-                raise TypeError("Input to %s must be a Tensor, got %r" % (op_type, t))
+                raise TypeError("Input to %s must be a Tensor, got %r" % (what, t))
             if t.graph is not self:
                 raise ValueError("Tensor %s must be from the same graph as the op being created "
-                                 "(%s)." % (t.name, name or op_type))
-        with self._lock:
-            # A name ending in '/' is a name scope opened for this op: use it exactly (TF1 rule).
-            name = name[:-1] if name and name.endswith("/") else self.unique_name(name or op_type)
-            control = [c for c in self._current_control_inputs()
-                       if all(t.op is not c for t in inputs)]
-            op = Operation(self, op_type, name, inputs, attrs or {}, control, [])
-            n = opdef.num_outputs if num_outputs is None else num_outputs
-            op._outputs = [Tensor(op, i, dt, sh)
-                           for i, (dt, sh) in enumerate(_infer_outputs(opdef, op, n))]
-            if self._colocation_stack:
-                target = self._colocation_stack[-1]
-                op._colocation = list(target._colocation or [target.name])
-                op._device = target.device
-            else:
-                self._apply_device_functions(op)
-            for t in inputs:
-                t._consumers.append(op)
-            self._ops[name] = op
-            self._ops_list.append(op)
+                                 "(%s)." % (t.name, what))
+
+    def _claim_exact_name(self, name):
+        _checked_op_name(name)
+        if name in self._ops:
+            raise ValueError("Duplicate node name in graph: '%s'" % name)
+        key = name.lower()
+        self._names_in_use[key] = max(self._names_in_use.get(key, 0), 1)
+        return name
+
+    def _new_op(self, opdef, op_type, name, inputs, attrs, control, num_outputs):
+        op = Operation(self, op_type, name, inputs, attrs or {}, control, [])
+        n = opdef.num_outputs if num_outputs is None else num_outputs
+        op._outputs = [Tensor(op, i, dt, sh)
+                       for i, (dt, sh) in enumerate(_infer_outputs(opdef, op, n))]
         return op
+
+    def _add_op(self, op):
+        for t in op._inputs:
+            t._consumers.append(op)
+        for frame in self._control_stack:
+            frame.created.add(op)
+        self._ops[op._name] = op
+        self._ops_list.append(op)
+
+    def _discard_ops(self, ops):
+        """Remove ``ops`` (created last, consumed by nothing else): undoes a failed import."""
+        doomed = set(ops)
+        with self._lock:
+            for op in ops:
+                for t in op._inputs:
+                    t._consumers[:] = [c for c in t._consumers if c not in doomed]
+                self._ops.pop(op._name, None)
+            self._ops_list[:] = [op for op in self._ops_list if op not in doomed]
+            self._structure_version += 1
 
     # -- lookup ----------------------------------------------------------------------------
     def get_operations(self):
         return list(self._ops_list)
 
     def get_operation_by_name(self, name):
-        try:
-            return self._ops[name]
-        except KeyError:
-            raise KeyError("The name %r refers to an Operation not in the graph." % name) from None
+        """The Operation called ``name``; KeyError if there is none."""
+        if not isinstance(name, str | bytes):
+            raise TypeError("Operation names are strings, not %s." % type(name).__name__)
+        return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
 
     def get_tensor_by_name(self, name):
-        if ":" not in name:
-            raise ValueError("The name %r looks like an Operation name; Tensor names look like "
-                             "'<op name>:<output index>'." % name)
-        op_name, idx = name.rsplit(":", 1)
-        op = self.get_operation_by_name(op_name)
-        try:
-            return op.outputs[int(idx)]
-        except (IndexError, ValueError):
-            raise KeyError("The name %r refers to a Tensor which does not exist: operation %r has "
-                           "%d outputs." % (name, op_name, len(op.outputs))) from None
+        """The Tensor called ``name`` ('<op name>:<output index>'); KeyError if there is none."""
+        if not isinstance(name, str | bytes):
+            raise TypeError("Tensor names are strings, not %s." % type(name).__name__)
+        return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
 
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
+        """The Tensor or Operation ``obj`` stands for: itself, a name, or a Variable."""
+        cls = obj.__class__
+        if (cls is Tensor and allow_tensor) or (cls is Operation and allow_operation):
+            if obj.graph is not self:  # the common case, first
+                raise ValueError("%s is not an element of this graph." % obj)
+            return obj
         obj = _unwrap(obj)
+        if isinstance(obj, bytes):
+            obj = obj.decode()
         if isinstance(obj, str):
-            if ":" in obj and allow_tensor:
-                return self.get_tensor_by_name(obj)
-            if allow_operation:
-                return self.get_operation_by_name(obj)
-        if isinstance(obj, Tensor | Operation):
+            return self._element_by_name(obj, allow_tensor, allow_operation)
+        if isinstance(obj, Tensor) and allow_tensor or isinstance(obj, Operation) and allow_operation:
             if obj.graph is not self:
                 raise ValueError("%s is not an element of this graph." % obj)
-            if isinstance(obj, Tensor) and not allow_tensor:
-                raise TypeError("Expected an Operation, got Tensor %s" % obj.name)
-            if isinstance(obj, Operation) and not allow_operation:
-                raise TypeError("Expected a Tensor, got Operation %s" % obj.name)
             return obj
-        raise TypeError("Can not convert a %s into a Tensor or Operation." % type(obj).__name__)
+        raise TypeError("Can not convert a %s into a %s."
+                        % (type(obj).__name__, _kinds(allow_tensor, allow_operation)))
 
-    def is_fetchable(self, tensor_or_op):
-        return True
+    def _element_by_name(self, name, allow_tensor, allow_operation):
+        kinds = _kinds(allow_tensor, allow_operation)
+        if ":" in name:
+            if not allow_tensor:
+                raise ValueError("Name %r appears to refer to a Tensor, not a %s." % (name, kinds))
+            op_name, _, index = name.rpartition(":")
+            try:
+                index = int(index)
+            except ValueError:
+                raise ValueError("The name %r looks like a Tensor name, but is not a valid one. "
+                                 "Tensor names must be of the form '<op_name>:<output_index>'."
+                                 % name) from None
+            op = self._ops.get(op_name)
+            if op is None:
+                raise KeyError("The name %r refers to a Tensor which does not exist. The "
+                               "operation, %r, does not exist in the graph." % (name, op_name))
+            if not 0 <= index < len(op._outputs):
+                raise KeyError("The name %r refers to a Tensor which does not exist. The "
+                               "operation, %r, exists but only has %d outputs."
+                               % (name, op_name, len(op._outputs)))
+            return op._outputs[index]
+        if not allow_operation:
+            what = "refers to an Operation" if name in self._ops else \
+                "looks like an (invalid) Operation name"
+            raise ValueError("The name %r %s, not a %s. Tensor names must be of the form "
+                             "'<op_name>:<output_index>'." % (name, what, kinds))
+        op = self._ops.get(name)
+        if op is None:
+            raise KeyError("The name %r refers to an Operation not in the graph." % name)
+        return op
 
     # -- collections -----------------------------------------------------------------------
     def add_to_collection(self, name, value):
-        self._collections.setdefault(name, []).append(value)
+        """Append ``value`` to the collection ``name``."""
+        self._check_not_finalized("adding to collection %r" % name)
+        with self._lock:
+            self._collections.setdefault(name, []).append(value)
 
     def add_to_collections(self, names, value):
         names = (names,) if isinstance(names, str) else set(names)
@@ -489,24 +691,41 @@ class Graph:
             self.add_to_collection(n, value)
 
     def get_collection_ref(self, name):
-        return self._collections.setdefault(name, [])
+        """The collection's list itself (mutations are seen by the graph)."""
+        with self._lock:
+            return self._collections.setdefault(name, [])
 
     def get_collection(self, name, scope=None):
-        items = list(self._collections.get(name, []))
+        """A copy of the collection; with ``scope``, only items whose name matches it (re.match)."""
+        with self._lock:
+            items = list(self._collections.get(name, []))
         if scope is None:
             return items
         pattern = re.compile(scope)
-        return [i for i in items if hasattr(i, "name") and pattern.match(i.name)]
+        return [i for i in items if isinstance(getattr(i, "name", None), str) and pattern.match(i.name)]
 
     def get_all_collection_keys(self):
-        return [k for k, v in self._collections.items() if v]
+        with self._lock:
+            return [k for k, v in self._collections.items() if v]
 
     def clear_collection(self, name):
-        self._collections.pop(name, None)
+        with self._lock:
+            self._collections.pop(name, None)
 
     @property
     def collections(self):
         return self.get_all_collection_keys()
+
+
+def _kinds(allow_tensor, allow_operation):
+    return " or ".join(k for k, ok in (("Tensor", allow_tensor), ("Operation", allow_operation)) if ok)
+
+
+def _checked_op_name(name):
+    if not _VALID_OP_NAME.match(name):
+        raise ValueError("'%s' is not a valid node name: names start with a letter, digit, '.' or "
+                         "'_', followed by letters, digits and _ . - / > ^" % name)
+    return name
 
 
 def _infer_outputs(opdef, op, n):

@@ -18,9 +18,14 @@ class Dimension:
         if isinstance(value, Dimension):
             value = value.value
         if value is not None:
-            value = int(value)
-            if value < 0:
-                raise ValueError("Dimension %d must be >= 0" % value)
+            if isinstance(value, str | bytes):
+                raise TypeError("Dimension value must be an integer or None, got %r" % (value,))
+            as_int = int(value)
+            if as_int != value:
+                raise ValueError("Dimension value must be an integer, got %r" % (value,))
+            if as_int < 0:
+                raise ValueError("Dimension %d must be >= 0" % as_int)
+            value = as_int
         self.value = value
 
     def __int__(self):
@@ -61,17 +66,51 @@ class Dimension:
     def __floordiv__(self, other):
         return self._arith(other, lambda a, b: a // b)
 
+    def __mod__(self, other):
+        return self._arith(other, lambda a, b: a % b)
+
+    def __rsub__(self, other):
+        return self._arith(other, lambda a, b: b - a)
+
+    def __rfloordiv__(self, other):
+        return self._arith(other, lambda a, b: b // a)
+
+    def __rmod__(self, other):
+        return self._arith(other, lambda a, b: b % a)
+
     __radd__ = __add__
     __rmul__ = __mul__
+
+    def _compare(self, other, fn):
+        # None when either side is unknown, as in TF1.
+        other = other.value if isinstance(other, Dimension) else other
+        if self.value is None or other is None:
+            return None
+        return fn(self.value, other)
+
+    def __lt__(self, other):
+        return self._compare(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compare(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compare(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compare(other, lambda a, b: a >= b)
 
     def is_compatible_with(self, other):
         other = Dimension(other)
         return self.value is None or other.value is None or self.value == other.value
 
+    def assert_is_compatible_with(self, other):
+        if not self.is_compatible_with(other):
+            raise ValueError("Dimensions %s and %s are not compatible" % (self, Dimension(other)))
+
     def merge_with(self, other):
         other = Dimension(other)
-        if not self.is_compatible_with(other):
-            raise ValueError("Dimensions %s and %s are not compatible" % (self, other))
+        self.assert_is_compatible_with(other)
         return self if self.value is not None else other
 
     def __repr__(self):
@@ -91,6 +130,9 @@ class TensorShape:
             self._dims = dims._dims
         elif dims is None:
             self._dims = None
+        elif isinstance(dims, str | bytes):
+            raise TypeError("A string has ambiguous TensorShape, please wrap in a list or convert "
+                            "to an int: %r" % (dims,))
         else:
             try:
                 it = iter(dims)
@@ -148,13 +190,24 @@ class TensorShape:
 
     def assert_is_compatible_with(self, other):
         if not self.is_compatible_with(other):
-            raise ValueError("Shapes %s and %s are incompatible" % (self, other))
+            raise ValueError("Shapes %s and %s are incompatible" % (self, as_shape(other)))
 
     def assert_has_rank(self, rank):
         if self._dims is not None and len(self._dims) != rank:
             raise ValueError("Shape %s must have rank %d" % (self, rank))
 
+    def assert_same_rank(self, other):
+        other = as_shape(other)
+        if self._dims is not None and other._dims is not None and len(self) != len(other):
+            raise ValueError("Shapes %s and %s must have the same rank" % (self, other))
+
+    def assert_is_fully_defined(self):
+        if not self.is_fully_defined():
+            raise ValueError("Shape %s is not fully defined" % self)
+
     def with_rank(self, rank):
+        """This shape, with rank ``rank`` if it was unknown; ValueError if it has another rank."""
+        self.assert_has_rank(rank)
         return self.merge_with(unknown_shape(rank))
 
     def with_rank_at_least(self, rank):
@@ -162,11 +215,30 @@ class TensorShape:
             raise ValueError("Shape %s must have rank at least %d" % (self, rank))
         return self
 
+    def with_rank_at_most(self, rank):
+        if self._dims is not None and len(self._dims) > rank:
+            raise ValueError("Shape %s must have rank at most %d" % (self, rank))
+        return self
+
+    def most_specific_compatible_shape(self, other):
+        """The most specific shape compatible with both (unknown where they differ)."""
+        other = as_shape(other)
+        if self._dims is None or other._dims is None or len(self._dims) != len(other._dims):
+            return unknown_shape()
+        return TensorShape([a if a == b else None for a, b in zip(self._dims, other._dims)])
+
     def concatenate(self, other):
+        """The dims of this shape followed by those of ``other`` (unknown rank if either is)."""
         other = as_shape(other)
         if self._dims is None or other._dims is None:
             return TensorShape(None)
         return TensorShape(self._dims + other._dims)
+
+    def __add__(self, other):
+        return self.concatenate(other)
+
+    def __radd__(self, other):
+        return as_shape(other).concatenate(self)
 
     def __len__(self):
         if self._dims is None:

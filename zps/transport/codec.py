@@ -55,24 +55,34 @@ class Message:
 
 
 def encode(kind, msg_id, body=None, tensors=(), method=None):
-    """Frames of one message: ``[header, *tensor frames]`` (large buffers are not copied)."""
+    """Frames of one message: ``[header, *tensor frames]``.
+
+    Buffers of C-contiguous native-endian arrays are not copied: the frames are views of the
+    arrays, so an array must not be modified until the message has been sent. Body maps must
+    have string keys (the receiver refuses others: see :func:`decode`). Raises TypeError for a
+    tensor that cannot travel (object array of non-strings, complex, structured...) and
+    ValueError for a header larger than ``protocol.MAX_HEADER_BYTES``.
+    """
     metas, frames = [], []
     strings = []
-    for t in tensors:
+    for i, t in enumerate(tensors):
         arr = t if isinstance(t, np.ndarray) else np.asarray(t)
         if arr.dtype == object or arr.dtype.kind in ("S", "U"):
             metas.append([protocol.STRING_DTYPE, list(arr.shape), 0])
-            strings.append([_as_bytes(s) for s in arr.reshape(-1).tolist()])
+            strings.append([_as_bytes(i, s) for s in arr.reshape(-1).tolist()])
             continue
         if arr.dtype.name not in protocol.WIRE_DTYPES:
-            raise TypeError("Cannot send a tensor of dtype %s (allowed: %s)"
-                            % (arr.dtype, ", ".join(sorted(protocol.WIRE_DTYPES))))
+            raise TypeError("Cannot send tensor %d of dtype %s (allowed: %s)"
+                            % (i, arr.dtype, ", ".join(sorted(protocol.WIRE_DTYPES))))
+        if not arr.dtype.isnative:
+            # The wire carries native (little-endian) bytes; '>f4' is also named "float32".
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         raw = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
         n = max(1, -(-raw.nbytes // protocol.FRAME_BYTES))
-        for i in range(n):
-            frames.append(raw[i * protocol.FRAME_BYTES:(i + 1) * protocol.FRAME_BYTES])
+        for k in range(n):
+            frames.append(raw[k * protocol.FRAME_BYTES:(k + 1) * protocol.FRAME_BYTES])
         metas.append([arr.dtype.name, list(arr.shape), n])
     header = {"z": protocol.MAGIC, "v": protocol.VERSION, "k": kind, "id": msg_id}
     if method is not None:
@@ -83,11 +93,21 @@ def encode(kind, msg_id, body=None, tensors=(), method=None):
         header["t"] = metas
     if strings:
         header["s"] = strings
-    return [msgpack.packb(header, use_bin_type=True)] + frames
+    packed = msgpack.packb(header, use_bin_type=True)
+    if len(packed) > protocol.MAX_HEADER_BYTES:
+        # A receiver would drop the connection (its socket refuses frames this large).
+        raise ValueError("message header of %d bytes exceeds the limit of %d: send large string "
+                         "tensors as uint8 tensors" % (len(packed), protocol.MAX_HEADER_BYTES))
+    return [packed] + frames
 
 
-def _as_bytes(s):
-    return s.encode() if isinstance(s, str) else bytes(s)
+def _as_bytes(i, s):
+    if isinstance(s, str):
+        return s.encode()
+    if isinstance(s, (bytes, bytearray, memoryview)):
+        return bytes(s)
+    raise TypeError("Cannot send tensor %d: a string tensor holds %s %r, not str or bytes"
+                    % (i, type(s).__name__, s))
 
 
 def _frame_bytes(f):
@@ -95,7 +115,12 @@ def _frame_bytes(f):
 
 
 def decode(frames, limits=DEFAULT_LIMITS):
-    """Parse and validate received frames (bytes or zmq.Frame); raises ProtocolError."""
+    """Parse and validate received frames (bytes or zmq.Frame); raises ProtocolError.
+
+    Nothing is allocated for tensors before their declared sizes pass ``limits``. A tensor that
+    arrived in one frame is a read-only view of that frame (no copy); header maps must have
+    string keys (int keys would let a peer build hash-colliding dicts).
+    """
     if not frames:
         raise ProtocolError("empty message")
     head = _frame_bytes(frames[0])
@@ -110,20 +135,25 @@ def decode(frames, limits=DEFAULT_LIMITS):
         raise ProtocolError("header is a %s, not a map" % type(header).__name__)
     if header.get("z") != protocol.MAGIC:
         raise ProtocolError("bad magic %r (not a zps message)" % (header.get("z"),))
-    if header.get("v") != protocol.VERSION:
+    version = header.get("v")
+    if not _is_int(version) or version != protocol.VERSION:
         raise ProtocolError("unsupported protocol version %r (this side speaks %d)"
-                            % (header.get("v"), protocol.VERSION))
+                            % (version, protocol.VERSION))
     kind = header.get("k")
-    if kind not in protocol.KINDS:
+    if not _is_int(kind) or kind not in protocol.KINDS:
         raise ProtocolError("unknown message kind %r" % (kind,))
     msg_id = header.get("id")
-    if not isinstance(msg_id, int) or isinstance(msg_id, bool):
+    if not _is_int(msg_id):
         raise ProtocolError("message id must be an integer, got %r" % (msg_id,))
     method = header.get("m")
     if method is not None and not isinstance(method, str):
         raise ProtocolError("method must be a string, got %r" % (method,))
     tensors, nbytes = _decode_tensors(header, frames, limits)
     return Message(kind, msg_id, method, header.get("b"), tensors, nbytes)
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _decode_tensors(header, frames, limits):
@@ -143,11 +173,14 @@ def _decode_tensors(header, frames, limits):
         dtype, shape, n = meta
         shape = _check_shape(i, shape)
         if dtype == protocol.STRING_DTYPE:
+            if not _is_int(n) or n != 0:
+                raise ProtocolError("tensor %d: a string tensor travels in the header, "
+                                    "not in %r frames" % (i, n))
             tensors.append(_decode_strings(i, next(string_iter, None), shape))
             continue
-        if dtype not in protocol.WIRE_DTYPES:
+        if not isinstance(dtype, str) or dtype not in protocol.WIRE_DTYPES:
             raise ProtocolError("tensor %d: dtype %r is not allowed" % (i, dtype))
-        if not isinstance(n, int) or n < 1 or pos + n > len(frames):
+        if not _is_int(n) or n < 1 or pos + n > len(frames):
             raise ProtocolError("tensor %d: declares %r frames but the message has %d left"
                                 % (i, n, len(frames) - pos))
         np_dtype = np.dtype(dtype)
@@ -163,7 +196,7 @@ def _decode_tensors(header, frames, limits):
             raise ProtocolError("message exceeds the limit of %d bytes" % limits.max_message_bytes)
         parts = [_frame_bytes(f) for f in frames[pos:pos + n]]
         pos += n
-        got = sum(len(memoryview(p)) for p in parts)
+        got = sum(memoryview(p).nbytes for p in parts)
         if got != size:
             raise ProtocolError("tensor %d: %s%s needs %d bytes, frames hold %d"
                                 % (i, dtype, list(shape), size, got))
@@ -178,17 +211,22 @@ def _decode_tensors(header, frames, limits):
                 view[offset:offset + m.nbytes] = np.frombuffer(m, dtype=np.uint8)
                 offset += m.nbytes
         tensors.append(arr.reshape(shape))
+    extra = sum(1 for _ in string_iter)
+    if extra:
+        raise ProtocolError("header carries %d more string lists than it has string tensors" % extra)
     if pos != len(frames):
         raise ProtocolError("message has %d frames, header describes %d" % (len(frames), pos))
     return tensors, total
 
 
 def _check_shape(i, shape):
-    if not isinstance(shape, list) or len(shape) > protocol.MAX_RANK:
-        raise ProtocolError("tensor %d: shape must be a list of at most %d dims"
-                            % (i, protocol.MAX_RANK))
+    if not isinstance(shape, list):
+        raise ProtocolError("tensor %d: shape must be a list, got %r" % (i, shape))
+    if len(shape) > protocol.MAX_RANK:
+        raise ProtocolError("tensor %d: rank %d exceeds the maximum of %d"
+                            % (i, len(shape), protocol.MAX_RANK))
     for d in shape:
-        if not isinstance(d, int) or isinstance(d, bool) or d < 0 or d > (1 << 40):
+        if not _is_int(d) or d < 0 or d > (1 << 40):
             raise ProtocolError("tensor %d: invalid dimension %r in shape %r" % (i, d, shape))
     return tuple(shape)
 

@@ -23,13 +23,47 @@ import os
 import threading
 import time
 
+import msgpack
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from zps.transport import codec, protocol
 
 log = logging.getLogger("zps.transport")
 
 POLL_INTERVAL_MS = 100    # the loop wakes at least this often to check deadlines and liveness
+RELEASE_WAIT_S = 2.0      # how long bind() waits for a port this transport just unbound
+
+_monitor_ids = itertools.count(1)
+_answer_lock = threading.Lock()   # makes Responder's exactly-once check atomic across threads
+
+
+def _set_result(future, result):
+    try:
+        future.set_result(result)
+    except concurrent.futures.InvalidStateError:
+        pass  # cancelled by its owner meanwhile: nobody is waiting for it
+
+
+def _set_exception(future, exc):
+    try:
+        future.set_exception(exc)
+    except concurrent.futures.InvalidStateError:
+        pass
+
+
+def _readable_request_id(frame, kinds, max_bytes):
+    """The id of a message whose full decode failed, if its header still names one of ``kinds``."""
+    head = codec._frame_bytes(frame)
+    if len(head) > max_bytes:
+        return None
+    try:
+        header = msgpack.unpackb(head, raw=False)
+    except Exception:  # noqa: BLE001 - unparseable: no id to answer
+        return None
+    if isinstance(header, dict) and header.get("k") in kinds and codec._is_int(header.get("id")):
+        return header["id"]
+    return None
 
 
 class TransportError(Exception):
@@ -66,6 +100,10 @@ class RemoteError(TransportError):
 
 class BindError(TransportError):
     """An address cannot be bound (in use, not local, malformed)."""
+
+
+class _AddressInUseError(BindError):
+    """The port is taken (perhaps by this transport's own socket, still closing)."""
 
 
 def tcp_url(address):
@@ -108,39 +146,46 @@ class Responder:
         self.method = method
 
     def reply(self, body=None, tensors=()):
-        self._send(codec.encode(protocol.REPLY, self._id, body, tensors))
+        """Answer with plain-data ``body`` and ``tensors`` (not copied: do not modify them after)."""
+        self._send(codec.encode(protocol.REPLY, self._id, body, tensors), error=False)
 
     def error(self, code, message, op=None):
-        self._bound.stats.errors_sent += 1
+        """Answer with an error: an OpError ``code``, a message and the failing op's name."""
         self._send(codec.encode(protocol.ERROR, self._id,
-                                {"code": int(code), "message": str(message), "op": op}))
+                                {"code": int(code), "message": str(message),
+                                 "op": None if op is None else str(op)}), error=True)
 
-    def _send(self, frames):
-        if self._done:
-            raise RuntimeError("request %d was already answered" % self._id)
-        self._done = True
-        self._transport._submit(lambda: self._bound.send([self._identity] + frames))
+    def _send(self, frames, error):
+        with _answer_lock:
+            if self._done:
+                raise RuntimeError("request %d was already answered" % self._id)
+            self._done = True
+        frames = [self._identity] + frames
+        self._transport._submit(lambda: self._bound.send(frames, error))
 
 
 class BoundSocket:
     """A ROUTER bound at ``address`` whose requests go to ``handler(message, responder)``."""
 
-    def __init__(self, transport, socket, address, handler, limits):
+    def __init__(self, transport, socket, address, handler, limits, port=None):
         self.transport = transport
         self.socket = socket
         self.address = address
+        self.port = port          # the local port bound (a string), which may differ from address's
         self.handler = handler
         self.limits = limits
         self.stats = Stats()
 
-    def send(self, frames):
+    def send(self, frames, error=False):
+        """Send ``[identity, *frames]`` (I/O thread only)."""
         try:
             self.socket.send_multipart(frames, copy=False)
-        except zmq.ZMQError as e:  # peer gone (ROUTER_MANDATORY): nothing to answer
+        except zmq.ZMQError as e:  # peer gone (ROUTER_MANDATORY) or socket closed: nobody to answer
             log.debug("dropping reply on %s: %s", self.address, e)
             return
         self.stats.messages_out += 1
-        self.stats.bytes_out += sum(len(memoryview(f)) for f in frames[1:])
+        self.stats.errors_sent += bool(error)
+        self.stats.bytes_out += sum(memoryview(f).nbytes for f in frames[1:])
 
     def close(self):
         self.transport.unbind(self)
@@ -149,13 +194,23 @@ class BoundSocket:
 class _Peer:
     """The DEALER to one peer address, its requests in flight and when we last heard from it."""
 
-    def __init__(self, address, socket):
+    def __init__(self, address, socket, monitor):
         self.address = address
         self.socket = socket
-        self.pending = {}         # request id -> (future, method, deadline or None)
+        self.monitor = monitor    # PAIR receiving the DEALER's disconnect events
+        self.pending = {}         # request id -> (future, method, deadline or None, timeout)
         self.last_heard = time.monotonic()
         self.last_ping = 0.0
         self.timeout = protocol.DEFAULT_PEER_TIMEOUT_S
+
+
+class _Monitor:
+    """Poller owner of a peer's monitor socket."""
+
+    __slots__ = ("peer",)
+
+    def __init__(self, peer):
+        self.peer = peer
 
 
 class Transport:
@@ -165,12 +220,17 @@ class Transport:
         self._ctx = context or zmq.Context()
         self._own_ctx = context is None
         self._ids = itertools.count(1)
+        # _lock orders submissions against close(): nothing enters the inbox or writes the wake
+        # pipe once _closed is set, so the loop's final drain sees every action and the pipe
+        # can be closed without another thread writing to a reused descriptor.
+        self._lock = threading.Lock()
         self._inbox = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         self._peers = {}
         self._bound = {}
-        self._sockets = {}          # zmq socket -> _Peer | BoundSocket
+        self._released = set()      # ports unbound by this transport (their close is asynchronous)
+        self._sockets = {}          # zmq socket -> _Peer | BoundSocket | _Monitor
         self._poller = zmq.Poller()
         self._poller.register(self._wake_r, zmq.POLLIN)
         self._closed = False
@@ -183,21 +243,39 @@ class Transport:
 
         ``bind_address`` binds another local address than the advertised one (e.g. 0.0.0.0 in a
         container whose service name is not a local interface). Returns a BoundSocket whose
-        ``address`` is the actual ``host:port``.
+        ``address`` is the actual ``host:port``. ``handler(message, responder)`` runs on the I/O
+        thread, so it must not block: long work goes to a pool that answers through
+        ``responder`` (None for one-way messages). Raises BindError naming the address.
         """
-        return self._call(lambda: self._bind(address, handler, limits or codec.DEFAULT_LIMITS,
-                                             bind_address))
+        local_port = (bind_address or address).rpartition(":")[2]
+        deadline = time.monotonic() + RELEASE_WAIT_S
+        while True:
+            try:
+                return self._call(lambda: self._bind(address, handler, limits or codec.DEFAULT_LIMITS,
+                                                     bind_address))
+            except _AddressInUseError:
+                # ZeroMQ closes a listener asynchronously: a port this transport just released
+                # may still be held for a moment. Any other port in use is an error at once.
+                if local_port not in self._released or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def unbind(self, bound):
-        if not self._closed:
+        """Close a bound socket; its address can be bound again at once. No-op once closed."""
+        try:
             self._call(lambda: self._unbind(bound))
+        except TransportError:
+            if not self._closed:
+                raise
 
     def request(self, address, method, body=None, tensors=(), timeout=None, peer_timeout=None):
         """Send a request; returns a Future of the reply Message.
 
         ``timeout`` bounds this request (RequestTimeoutError); ``peer_timeout`` is how long the peer may
         stay silent while requests are in flight (PeerUnavailableError), default
-        protocol.DEFAULT_PEER_TIMEOUT_S.
+        protocol.DEFAULT_PEER_TIMEOUT_S. A connection that breaks fails the requests sent over it
+        with PeerUnavailableError at once (their replies cannot arrive any more). Large tensors
+        are sent without a copy: do not modify them before the future is done.
         """
         future = concurrent.futures.Future()
         msg_id = next(self._ids)
@@ -205,6 +283,8 @@ class Transport:
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def send():
+            if future.done():
+                return  # cancelled before it was sent
             peer = self._peer(address)
             if peer_timeout is not None:
                 peer.timeout = peer_timeout
@@ -225,16 +305,19 @@ class Transport:
         self._submit(lambda: self._drop_peer(address, "connection closed", fail=True))
 
     def close(self):
-        """Stop the I/O thread and close every socket; pending requests fail."""
-        if self._closed:
-            return
-        self._closed = True
-        self._wake()
-        self._thread.join(timeout=10)
-        os.close(self._wake_r)
-        os.close(self._wake_w)
-        if self._own_ctx:
-            self._ctx.term()
+        """Stop the I/O thread and close every socket; pending requests fail with TransportError.
+
+        Safe to call twice, and from a handler (then it does not wait for the I/O thread).
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=10)
+            if self._thread.is_alive():
+                log.warning("transport I/O thread did not stop within 10 s (a handler is blocking it)")
 
     @property
     def closed(self):
@@ -242,23 +325,27 @@ class Transport:
 
     # -- plumbing --------------------------------------------------------------------------------
     def _submit(self, fn, future=None):
-        if self._closed:
-            err = TransportError("transport is closed")
-            if future is not None:
-                future.set_exception(err)
-                return
-            raise err
         if threading.current_thread() is self._thread:
-            self._run_safely(fn, future)
-            return
-        self._inbox.append((fn, future))
-        self._wake()
+            if not self._closed:
+                self._run_safely(fn, future)
+                return
+        else:
+            with self._lock:
+                if not self._closed:
+                    self._inbox.append((fn, future))
+                    self._wake()
+                    return
+        err = TransportError("transport is closed")
+        if future is None:
+            raise err
+        _set_exception(future, err)
 
     def _wake(self):
+        # Called with _lock held and _closed false, so the pipe is open.
         try:
             os.write(self._wake_w, b"x")
-        except (BlockingIOError, OSError):
-            pass  # the pipe is full (the loop is already awake) or closed
+        except BlockingIOError:
+            pass  # the pipe is full: the loop is already awake
 
     def _call(self, fn):
         """Run ``fn`` on the I/O thread and return its result (or raise its exception)."""
@@ -276,7 +363,7 @@ class Transport:
             fn()
         except Exception as e:  # noqa: BLE001 - failures belong to the caller's future
             if future is not None and not future.done():
-                future.set_exception(e)
+                _set_exception(future, e)
             else:
                 log.warning("transport action failed: %s", e)
 
@@ -286,36 +373,54 @@ class Transport:
         try:
             while not self._closed:
                 events = dict(self._poller.poll(POLL_INTERVAL_MS))
-                if self._wake_r in events:
-                    try:
-                        while os.read(self._wake_r, 4096):
-                            pass
-                    except BlockingIOError:
-                        pass
-                while self._inbox:
-                    fn, future = self._inbox.popleft()
-                    self._run_safely(fn, future)
-                for sock in events:
-                    owner = self._sockets.get(sock)
-                    if owner is not None:
-                        self._drain(sock, owner)
-                now = time.monotonic()
-                if now >= next_check:
-                    self._check_peers(now)
-                    next_check = now + POLL_INTERVAL_MS / 1000.0
+                try:
+                    next_check = self._step(events, next_check)
+                except Exception:  # noqa: BLE001 - keep serving; the failure is logged
+                    log.exception("transport I/O loop error (continuing)")
+        except Exception:  # noqa: BLE001 - poll failed: the transport cannot go on
+            log.exception("transport I/O loop failed; closing the transport")
         finally:
+            with self._lock:
+                self._closed = True   # later calls fail at once instead of queueing forever
             self._shutdown()
+
+    def _step(self, events, next_check):
+        if self._wake_r in events:
+            try:
+                while os.read(self._wake_r, 4096):
+                    pass
+            except BlockingIOError:
+                pass
+        while self._inbox:
+            fn, future = self._inbox.popleft()
+            self._run_safely(fn, future)
+        for sock in events:
+            owner = self._sockets.get(sock)
+            if owner is not None:
+                self._drain(sock, owner)
+        now = time.monotonic()
+        if now >= next_check:
+            self._check_peers(now)
+            next_check = now + POLL_INTERVAL_MS / 1000.0
+        return next_check
 
     def _drain(self, sock, owner):
         for _ in range(256):  # bounded, so one busy socket cannot starve the others
+            if sock.closed:
+                return  # closed by a handler or callback of the previous message
             try:
-                frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                if isinstance(owner, _Monitor):
+                    event = recv_monitor_message(sock, zmq.NOBLOCK)
+                else:
+                    frames = sock.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
             if isinstance(owner, BoundSocket):
                 self._on_server_message(owner, frames)
-            else:
+            elif isinstance(owner, _Peer):
                 self._on_peer_message(owner, frames)
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self._on_disconnect(owner.peer)
 
     def _on_server_message(self, bound, frames):
         identity, frames = frames[0], frames[1:]
@@ -345,41 +450,65 @@ class Transport:
         except Exception as e:  # noqa: BLE001 - a handler bug must not kill the I/O thread
             log.exception("%s: handler failed on %r", bound.address, msg.method)
             if responder is not None and not responder._done:
-                responder.error(13, "internal error handling %r: %s" % (msg.method, e))
+                try:
+                    responder.error(13, "internal error handling %r: %s" % (msg.method, e))
+                except RuntimeError:
+                    pass  # another thread answered it meanwhile
 
     def _refuse(self, bound, identity, frames, exc):
         # Answer with an error if the header at least names a request id we can reply to.
-        try:
-            import msgpack
-            header = msgpack.unpackb(frames[0].buffer, raw=False)
-            if isinstance(header, dict) and header.get("k") == protocol.REQUEST \
-                    and isinstance(header.get("id"), int):
-                Responder(self, bound, identity, header["id"], None).error(
-                    3, "malformed message: %s" % exc)
-        except Exception:  # noqa: BLE001 - unparseable: nothing to answer, already counted
-            pass
+        if not frames:
+            return
+        msg_id = _readable_request_id(frames[0], (protocol.REQUEST,), bound.limits.max_header_bytes)
+        if msg_id is not None:
+            Responder(self, bound, identity, msg_id, None).error(3, "malformed message: %s" % exc)
 
     def _on_peer_message(self, peer, frames):
         peer.last_heard = time.monotonic()
         try:
             msg = codec.decode(frames)
         except codec.ProtocolError as e:
-            log.warning("malformed reply from %s dropped: %s", peer.address, e)
+            # Fail the request it answers (if its id is readable) rather than let it wait for
+            # its deadline: that reply will never come in a readable form.
+            msg_id = _readable_request_id(frames[0], (protocol.REPLY, protocol.ERROR),
+                                          protocol.MAX_HEADER_BYTES)
+            entry = peer.pending.pop(msg_id, None) if msg_id is not None else None
+            log.warning("malformed reply from %s%s: %s", peer.address,
+                        "" if entry is None else " fails request %d" % msg_id, e)
+            if entry is not None:
+                _set_exception(entry[0], TransportError(
+                    "malformed reply to %r from %s: %s" % (entry[1], peer.address, e)))
             return
-        if msg.kind == protocol.PONG:
-            return
+        if msg.kind not in (protocol.REPLY, protocol.ERROR):
+            return  # PONG (liveness is noted above); a peer has no business sending others
         entry = peer.pending.pop(msg.id, None)
         if entry is None:
-            return  # a reply to a request that already timed out
+            return  # a reply to a request that already timed out or was cancelled
         future = entry[0]
-        if future.done():
-            return
         if msg.kind == protocol.ERROR:
             body = msg.body if isinstance(msg.body, dict) else {}
-            future.set_exception(RemoteError(body.get("code", 2), body.get("message", "remote error"),
-                                             body.get("op")))
+            code = body.get("code")
+            message = body.get("message")
+            op = body.get("op")
+            _set_exception(future, RemoteError(
+                code if codec._is_int(code) else 2,
+                message if isinstance(message, str) else "remote error (no message)",
+                op if isinstance(op, str) else None))
         else:
-            future.set_result(msg)
+            _set_result(future, msg)
+
+    def _on_disconnect(self, peer):
+        # The connection broke: replies to requests sent over it can never arrive (a ROUTER
+        # answers a connection, and the DEALER reconnects as a new one), so fail them now
+        # instead of after a timeout; or never, if the peer restarted and answers pings.
+        if not peer.pending:
+            return
+        err = PeerUnavailableError(peer.address, "connection lost with %d request(s) in flight"
+                                   % len(peer.pending))
+        pending = list(peer.pending.values())
+        peer.pending.clear()
+        for entry in pending:
+            _set_exception(entry[0], err)
 
     def _check_peers(self, now):
         for peer in list(self._peers.values()):
@@ -390,7 +519,9 @@ class Transport:
                     del peer.pending[msg_id]
                 elif deadline is not None and now > deadline:
                     del peer.pending[msg_id]
-                    future.set_exception(RequestTimeoutError(peer.address, method, timeout))
+                    _set_exception(future, RequestTimeoutError(peer.address, method, timeout))
+            if not peer.pending:
+                continue
             silent = now - peer.last_heard
             if silent > peer.timeout:
                 self._drop_peer(peer.address, "no answer for %.1f s" % silent, fail=True)
@@ -401,31 +532,48 @@ class Transport:
 
     def _peer(self, address):
         peer = self._peers.get(address)
-        if peer is None:
-            sock = self._ctx.socket(zmq.DEALER)
+        if peer is not None:
+            return peer
+        sock = self._ctx.socket(zmq.DEALER)
+        monitor = None
+        try:
             sock.setsockopt(zmq.LINGER, 0)
             sock.setsockopt(zmq.SNDHWM, 0)
             sock.setsockopt(zmq.RCVHWM, 0)
             sock.setsockopt(zmq.RECONNECT_IVL, 50)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            monitor = sock.get_monitor_socket(
+                zmq.EVENT_DISCONNECTED, "inproc://zps-monitor-%x-%d" % (id(self), next(_monitor_ids)))
             sock.connect(tcp_url(address))
-            peer = self._peers[address] = _Peer(address, sock)
-            self._sockets[sock] = peer
-            self._poller.register(sock, zmq.POLLIN)
+        except zmq.ZMQError as e:
+            if monitor is not None:
+                sock.disable_monitor()
+                monitor.close(linger=0)
+            sock.close(linger=0)   # an open socket would block the context's term() forever
+            raise PeerUnavailableError(address, "cannot connect: %s" % e) from None
+        peer = self._peers[address] = _Peer(address, sock, monitor)
+        self._sockets[sock] = peer
+        self._sockets[monitor] = _Monitor(peer)
+        self._poller.register(sock, zmq.POLLIN)
+        self._poller.register(monitor, zmq.POLLIN)
         return peer
 
-    def _drop_peer(self, address, reason, fail):
+    def _drop_peer(self, address, reason, fail, error=None):
         peer = self._peers.pop(address, None)
         if peer is None:
             return
-        self._poller.unregister(peer.socket)
-        del self._sockets[peer.socket]
+        for sock in (peer.socket, peer.monitor):
+            self._poller.unregister(sock)
+            del self._sockets[sock]
+        peer.socket.disable_monitor()
+        peer.monitor.close(linger=0)
         peer.socket.close(linger=0)
-        if fail:
-            for future, _method, _deadline, _timeout in peer.pending.values():
-                if not future.done():
-                    future.set_exception(PeerUnavailableError(address, reason))
+        pending = list(peer.pending.values())
         peer.pending.clear()
+        if fail:
+            err = error or PeerUnavailableError(address, reason)
+            for entry in pending:
+                _set_exception(entry[0], err)
 
     def _bind(self, address, handler, limits, bind_address):
         host, _, port = address.rpartition(":")
@@ -445,7 +593,7 @@ class Transport:
         except zmq.ZMQError as e:
             sock.close(linger=0)
             if e.errno == errno.EADDRINUSE:
-                raise BindError("address %s is already in use: another process (or server) is "
+                raise _AddressInUseError("address %s is already in use: another process (or server) is "
                                 "listening there; choose another port or stop it" % local) from None
             if e.errno in (errno.EADDRNOTAVAIL, errno.ENODEV):
                 raise BindError("cannot bind %s: it is not an address of this host; pass a local "
@@ -455,7 +603,7 @@ class Transport:
         endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         actual_port = endpoint.rsplit(":", 1)[1]
         advertised = "%s:%s" % (host, actual_port if port == "0" else port)
-        bound = BoundSocket(self, sock, advertised, handler, limits)
+        bound = BoundSocket(self, sock, advertised, handler, limits, port=actual_port)
         self._bound[advertised] = bound
         self._sockets[sock] = bound
         self._poller.register(sock, zmq.POLLIN)
@@ -467,16 +615,23 @@ class Transport:
         self._poller.unregister(bound.socket)
         del self._sockets[bound.socket]
         bound.socket.close(linger=0)
+        self._released.add(bound.port)
 
     def _shutdown(self):
+        # I/O thread, after _closed was set under _lock: nothing can be queued any more.
+        closed = TransportError("transport is closed")
         while self._inbox:
             _fn, future = self._inbox.popleft()
-            if future is not None and not future.done():
-                future.set_exception(TransportError("transport is closed"))
+            if future is not None:
+                _set_exception(future, closed)
         for address in list(self._peers):
-            self._drop_peer(address, "transport closed", fail=True)
+            self._drop_peer(address, "transport closed", fail=True, error=closed)
         for bound in list(self._bound.values()):
             self._unbind(bound)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        if self._own_ctx:
+            self._ctx.term()
 
 
 _default = None

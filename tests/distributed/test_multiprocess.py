@@ -1,0 +1,166 @@
+"""End-to-end: real server processes on 127.0.0.1, clients with and without servers of their own."""
+
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import zps as tf
+from zps.testing.cluster import LocalCluster
+from zps.transport.endpoint import default_transport
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+def _status(address):
+    return default_transport().request(address, "Status", {}, peer_timeout=10).result(30).body
+
+
+def test_seed_two_task_local_cluster():
+    """The seed's two-task cluster: each task its own process; a graph spans both."""
+    with LocalCluster({"local": 2}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:local/task:1"):
+                v = tf.Variable([1.0, 2.0], name="v")
+                doubled = v * 2.0
+            with tf.device("/job:local/task:0"):
+                total = tf.reduce_sum(doubled) + 1.0
+            with tf.Session(cluster.target("local", 0)) as sess:
+                sess.run(v.initializer)
+                assert sess.run(total) == 7.0
+        assert _status(cluster.address("local", 1))["steps_served"] >= 1
+
+
+def test_placement_from_a_client_without_a_server():
+    from tests.distributed.test_distributed_session import _train
+    local_losses, local_vars = _train("", [None, None, None])
+    with LocalCluster({"ps": 2, "worker": 1}) as cluster:
+        devices = ["/job:ps/task:0", "/job:ps/task:1", "/job:worker/task:0"]
+        losses, dist_vars = _train(cluster.target("worker", 0), devices)
+    np.testing.assert_allclose(losses, local_losses, rtol=1e-6)
+    for a, b in zip(dist_vars, local_vars):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_in_graph_replication_runs_each_tower_on_its_worker():
+    rng = np.random.default_rng(1)
+    x_val = rng.standard_normal((16, 4)).astype(np.float32)
+    y_val = (x_val @ np.array([1.0, -2.0, 0.5, 3.0], np.float32))[:, None]
+    with LocalCluster({"ps": 2, "worker": 2}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.Variable(np.zeros((4, 1), np.float32), name="w")
+            with tf.device("/job:ps/task:1"):
+                b = tf.Variable(np.zeros(1, np.float32), name="b")
+            opt = tf.train.GradientDescentOptimizer(0.1)
+            x = tf.placeholder(tf.float32, [None, 4])
+            y = tf.placeholder(tf.float32, [None, 1])
+            tower_grads, losses = [], []
+            for i in range(2):
+                with tf.device("/job:worker/task:%d" % i):
+                    xs, ys = x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8]
+                    loss = tf.reduce_mean(tf.square(tf.matmul(xs, w) + b - ys))
+                    losses.append(loss)
+                    tower_grads.append(opt.compute_gradients(loss, [w, b]))
+            avg = [(tf.add_n([g0, g1]) * 0.5, v) for (g0, v), (g1, _) in zip(*tower_grads)]
+            train_op = opt.apply_gradients(avg)
+            mean_loss = tf.add_n(losses) * 0.5
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(tf.global_variables_initializer())
+                first = sess.run(mean_loss, {x: x_val, y: y_val})
+                for _ in range(50):
+                    sess.run(train_op, {x: x_val, y: y_val})
+                last = sess.run(mean_loss, {x: x_val, y: y_val})
+        assert last < first * 0.2
+        for i in range(2):
+            assert _status(cluster.address("worker", i))["steps_served"] >= 50
+
+
+_ASSIGN_ADD_CLIENT = textwrap.dedent("""
+    import sys
+    import zps as tf
+    target, n = sys.argv[1], int(sys.argv[2])
+    with tf.device("/job:ps/task:0"):
+        counter = tf.Variable(0.0, name="counter")
+    with tf.device("/job:worker/task:%s" % sys.argv[3]):
+        one = tf.constant(1.0) * 1.0
+    inc = tf.assign_add(counter, one).op
+    with tf.Session(target) as sess:
+        for _ in range(n):
+            sess.run(inc)
+""")
+
+
+def test_two_worker_processes_assign_add_exactly():
+    with LocalCluster({"ps": 1, "worker": 2}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                counter = tf.Variable(0.0, name="counter")
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(counter.initializer)
+                clients = [subprocess.Popen([sys.executable, "-c", _ASSIGN_ADD_CLIENT,
+                                             cluster.target("worker", i), "1000", str(i)])
+                           for i in range(2)]
+                for c in clients:
+                    assert c.wait(timeout=150) == 0
+                assert sess.run(counter) == 2000.0
+
+
+def _ps_variable_graph():
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    with tf.device("/job:worker/task:0"):
+        y = v * 3.0
+    return v, y
+
+
+def test_killed_ps_gives_unavailable_within_the_timeout():
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        config = tf.ConfigProto(operation_timeout_in_ms=2000)
+        with tf.Graph().as_default():
+            v, y = _ps_variable_graph()
+            with tf.Session(cluster.target("worker", 0), config=config) as sess:
+                sess.run(v.initializer)
+                assert sess.run(y) == 3.0
+                cluster.kill("ps", 0)
+                start = time.monotonic()
+                with pytest.raises(tf.errors.UnavailableError, match="/job:ps/replica:0/task:0"):
+                    sess.run(y)
+                assert time.monotonic() - start < 10
+                # Once it is back, the session registers again; the new ps lost the value.
+                cluster.restart("ps", 0)
+                with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value v"):
+                    sess.run(y)
+                sess.run(v.initializer)
+                assert sess.run(y) == 3.0
+
+
+def test_ps_restarted_between_steps_gives_aborted():
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            v, y = _ps_variable_graph()
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(v.initializer)
+                assert sess.run(y) == 3.0
+                cluster.restart("ps", 0)   # a new incarnation nobody has seen fail
+                with pytest.raises(tf.errors.AbortedError, match="restarted"):
+                    sess.run(y)
+                with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value v"):
+                    sess.run(y)
+
+
+def test_garbage_bytes_do_not_crash_a_server():
+    with LocalCluster({"ps": 1}) as cluster:
+        host, port = cluster.address("ps", 0).rsplit(":", 1)
+        rng = np.random.default_rng(3)
+        for _ in range(20):
+            with socket.create_connection((host, int(port)), timeout=5) as s:
+                s.sendall(rng.bytes(int(rng.integers(1, 4096))))
+        with tf.Graph().as_default():
+            c = tf.constant(5.0) + 1.0
+            with tf.Session(cluster.target("ps", 0)) as sess:
+                assert sess.run(c) == 6.0
