@@ -34,6 +34,7 @@ from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
 from zps import app, contrib, nn, train
+from zps.runtime import allocator as _allocator
 
 
 def device(device_name_or_function):
@@ -73,3 +74,5 @@ def add_to_collections(names, value):
 
 
 __version__ = "0.1.0"
+
+_allocator_tuned = _allocator.tune()

@@ -69,6 +69,15 @@ def assign_tasks(ops, default_task, known_tasks=None):
         for i in op.op_def.ref_inputs:
             if i < len(op._inputs) and op._inputs[i].op in task:
                 task[op] = task[op._inputs[i].op]
+    # Unplaced constants go where all their consumers are (TF's placer does the same for
+    # generator nodes), so `assign_add(ps_var, 1.0)` sends nothing from the worker.
+    consumers = {}
+    for op in ops:
+        for t in op._inputs:
+            consumers.setdefault(t.op, set()).add(task[op])
+    for op, where in consumers.items():
+        if op.type == "Const" and not op.device and not op._colocation and len(where) == 1:
+            task[op] = next(iter(where))
     if known_tasks is not None:
         for op, t in task.items():
             if t not in known_tasks:

@@ -202,6 +202,11 @@ class Server:
             return
         if responder is None:
             return
+        if msg.method == "RunGraph" and not self.worker.may_block(body.get("handle")):
+            # A partition that cannot wait (a ps reading or updating variables) runs right here:
+            # two thread hops cost more than most such steps.
+            self._serve(handler, body, msg.tensors, responder)
+            return
         self.pool.submit(self._serve, handler, body, msg.tensors, responder)
 
     def _put_tensors(self, body, tensors):

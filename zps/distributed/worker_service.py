@@ -43,6 +43,11 @@ class WorkerService:
             self._graphs[handle] = _Registered(plan, list(feed_names), list(fetch_names))
         return handle
 
+    def may_block(self, handle):
+        """Whether a step of the partition can wait (on a Recv or a queue); unknown -> False."""
+        reg = self._graphs.get(handle) if isinstance(handle, str) else None
+        return reg is not None and reg.plan.may_block
+
     def deregister_graph(self, handle):
         with self._lock:
             self._graphs.pop(handle, None)

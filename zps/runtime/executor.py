@@ -138,7 +138,9 @@ class Plan:
         self._ref_feeds = [slots[t] for t in self.feeds if t.is_ref]
         self._fetch_slots = [slots[t] for t in self.fetches]
         self._fetch_fix = _fetch_fixers(self.ops, self.fetches, fed, slots)
-        if any(s.is_async for s in steps):
+        # A plan without asynchronous ops never waits on another task or a queue.
+        self.may_block = any(s.is_async for s in steps)
+        if self.may_block:
             self._execute = self._run_dataflow
             self._dependents, self._pending = _dependencies(steps, slots)
         else:

@@ -201,16 +201,17 @@ def _decode_tensors(header, frames, limits):
             raise ProtocolError("tensor %d: %s%s needs %d bytes, frames hold %d"
                                 % (i, dtype, list(shape), size, got))
         if n == 1:
-            arr = np.frombuffer(parts[0], dtype=np_dtype, count=count)
-        else:
-            arr = np.empty(count, dtype=np_dtype)
-            view = arr.view(np.uint8)
-            offset = 0
-            for p in parts:
-                m = memoryview(p).cast("B")
-                view[offset:offset + m.nbytes] = np.frombuffer(m, dtype=np.uint8)
-                offset += m.nbytes
-        tensors.append(arr.reshape(shape))
+            tensors.append(np.frombuffer(parts[0], dtype=np_dtype, count=count).reshape(shape))
+            continue
+        # Assembled in an array of the final shape, so it owns its data (no view to detach).
+        arr = np.empty(shape, dtype=np_dtype)
+        view = arr.reshape(-1).view(np.uint8)
+        offset = 0
+        for p in parts:
+            m = memoryview(p).cast("B")
+            view[offset:offset + m.nbytes] = np.frombuffer(m, dtype=np.uint8)
+            offset += m.nbytes
+        tensors.append(arr)
     extra = sum(1 for _ in string_iter)
     if extra:
         raise ProtocolError("header carries %d more string lists than it has string tensors" % extra)
