@@ -1,0 +1,113 @@
+"""The public namespace is a contract: this test pins every exported name.
+
+A failure here means a name was added or removed. If that was intended, update the list
+(keep it sorted): TF1 programs depend on these names.
+"""
+
+import types
+
+import pytest
+
+import zps
+
+# Implementation packages, importable but not part of the TF1 namespace.
+INTERNAL = ['cli', 'client', 'distributed', 'framework', 'ops', 'runtime', 'testing', 'transport']
+
+EXPECTED = {
+    "zps": [
+        "AUTO_REUSE", "ConfigProto", "DType", "DeviceSpec", "Dimension", "GPUOptions", "Graph",
+        "GraphKeys", "GraphOptions", "IndexedSlices", "InteractiveSession", "Operation",
+        "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape", "Variable",
+        "VariableScope", "abs", "add", "add_n", "add_to_collection", "add_to_collections",
+        "all_variables", "app", "argmax", "argmin", "as_dtype", "assign", "assign_add",
+        "assign_sub", "bool", "boolean_mask", "broadcast_to", "cast", "ceil", "clip_by_global_norm",
+        "clip_by_norm", "clip_by_value", "colocate_with", "concat", "constant",
+        "constant_initializer", "contrib", "control_dependencies", "convert_to_tensor",
+        "count_nonzero", "device", "div", "divide", "double", "equal", "erf", "errors", "exp",
+        "expand_dims", "fill", "float16", "float32", "float64", "floor", "floordiv", "floormod",
+        "gather", "get_collection", "get_collection_ref", "get_default_graph", "get_local_variable",
+        "get_seed", "get_variable", "get_variable_scope", "global_norm", "global_variables",
+        "global_variables_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",
+        "gradients", "greater", "greater_equal", "group", "half", "identity", "import_graph_def",
+        "initialize_all_variables", "initializers", "int16", "int32", "int64", "int8", "is_finite",
+        "is_inf", "is_nan", "is_variable_initialized", "less", "less_equal", "local_variables",
+        "local_variables_initializer", "log", "log1p", "logical_and", "logical_not", "logical_or",
+        "logical_xor", "matmul", "maximum", "minimum", "mod", "model_variables",
+        "moving_average_variables", "mul", "multinomial", "multiply", "name_scope", "neg",
+        "negative", "newaxis", "nn", "no_op", "no_regularizer", "not_equal", "one_hot", "ones",
+        "ones_initializer", "ones_like", "pad", "placeholder", "placeholder_with_default", "pow",
+        "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
+        "random_uniform_initializer", "range", "rank", "realdiv", "reciprocal", "reduce_all",
+        "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
+        "reduce_sum", "report_uninitialized_variables", "reset_default_graph", "reshape", "reverse",
+        "reverse_v2", "round", "rsqrt", "scalar_mul", "scatter_add", "scatter_sub",
+        "scatter_update", "set_random_seed", "shape", "shape_n", "sigmoid", "sign", "size", "slice",
+        "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient",
+        "strided_slice", "string", "sub", "subtract", "tanh", "tile", "to_double", "to_float",
+        "to_int32", "to_int64", "train", "trainable_variables", "transpose", "truediv",
+        "truncated_normal", "truncated_normal_initializer", "tuple", "uint8",
+        "uniform_unit_scaling_initializer", "unsorted_segment_sum", "unstack", "variable_scope",
+        "variables_initializer", "variance_scaling_initializer", "where", "with_dependencies",
+        "zeros", "zeros_initializer", "zeros_like",
+    ],
+    "zps.nn": [
+        "avg_pool", "avg_pool2d", "bias_add", "conv2d", "conv2d_backprop_filter",
+        "conv2d_backprop_input", "conv2d_transpose", "dropout", "elu", "embedding_lookup",
+        "l2_loss", "leaky_relu", "log_softmax", "max_pool", "max_pool2d", "moments", "relu",
+        "relu6", "selu", "sigmoid", "sigmoid_cross_entropy_with_logits", "softmax",
+        "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2", "softplus",
+        "softsign", "sparse_softmax_cross_entropy_with_logits", "tanh",
+        "weighted_cross_entropy_with_logits", "xw_plus_b",
+    ],
+    "zps.train": [
+        "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "GradientDescentOptimizer",
+        "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "Server", "adagrad", "adam",
+        "assert_global_step", "create_global_step", "exponential_decay", "get_global_step",
+        "get_or_create_global_step", "global_step", "gradient_descent", "learning_rate_decay",
+        "momentum", "optimizer", "rmsprop", "slot_creator", "training_util",
+    ],
+    "zps.errors": [
+        "ABORTED", "ALREADY_EXISTS", "AbortedError", "AlreadyExistsError", "CANCELLED",
+        "CancelledError", "DATA_LOSS", "DEADLINE_EXCEEDED", "DataLossError",
+        "DeadlineExceededError", "FAILED_PRECONDITION", "FailedPreconditionError", "INTERNAL",
+        "INVALID_ARGUMENT", "InternalError", "InvalidArgumentError", "NOT_FOUND", "NotFoundError",
+        "OK", "OUT_OF_RANGE", "OpError", "OutOfRangeError", "PERMISSION_DENIED",
+        "PermissionDeniedError", "RESOURCE_EXHAUSTED", "ResourceExhaustedError", "UNAUTHENTICATED",
+        "UNAVAILABLE", "UNIMPLEMENTED", "UNKNOWN", "UnauthenticatedError", "UnavailableError",
+        "UnimplementedError", "UnknownError", "error_code_from_exception_type",
+        "exception_type_from_error_code", "from_code",
+    ],
+    "zps.contrib.framework": [
+        "get_global_step", "get_or_create_global_step",
+    ],
+    "zps.initializers": [
+        "constant", "global_variables", "glorot_normal", "glorot_uniform", "he_normal",
+        "he_uniform", "identity", "lecun_normal", "lecun_uniform", "local_variables", "ones",
+        "random_normal", "random_uniform", "truncated_normal", "uniform_unit_scaling", "variables",
+        "variance_scaling", "zeros",
+    ],
+}
+
+
+def _resolve(path):
+    obj = zps
+    for part in path.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize("namespace", sorted(EXPECTED))
+def test_exported_names_are_pinned(namespace):
+    mod = _resolve(namespace)
+    exported = sorted(n for n in dir(mod) if not n.startswith("_") and not (
+        isinstance(getattr(mod, n), types.ModuleType) and n in INTERNAL))
+    assert exported == EXPECTED[namespace]
+
+
+@pytest.mark.parametrize("path", [
+    "constant", "Session", "device", "Variable", "matmul", "nn.relu", "app.run",
+    "train.Server", "train.Server.create_local_server", "train.ClusterSpec",
+    "train.AdagradOptimizer", "contrib.framework.get_or_create_global_step",
+])
+def test_names_used_by_the_seed_programs_exist(path):
+    assert _resolve("zps." + path) is not None
