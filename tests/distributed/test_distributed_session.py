@@ -129,3 +129,13 @@ def test_unknown_task_in_device_is_a_clear_error(cluster):
         with tf.Session(cluster[("worker", 0)].target) as sess:
             with pytest.raises(tf.errors.InvalidArgumentError, match="no such task"):
                 sess.run(x)
+
+
+def test_ops_with_several_outputs_cross_tasks(cluster):
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            parts = tf.split(tf.constant(np.arange(6.0, dtype=np.float32)), 3)
+        with tf.device("/job:worker/task:0"):
+            total = parts[0] + parts[2] * 10.0
+        with tf.Session(cluster[("worker", 0)].target) as sess:
+            np.testing.assert_array_equal(sess.run(total), [40.0, 51.0])

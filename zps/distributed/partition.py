@@ -39,10 +39,10 @@ class Partition:
         self.mapped = {}         # source Tensor -> Tensor in this graph
         self.mapped_ops = {}     # source Operation -> Operation in this graph
 
-    def add(self, op_type, inputs, attrs, name, control_inputs=()):
+    def add(self, op_type, inputs, attrs, name, control_inputs=(), num_outputs=None):
         g = self.graph
         with g.control_dependencies(list(control_inputs)):
-            return g.create_op(op_type, inputs, attrs, name=name)
+            return g.create_op(op_type, inputs, attrs, name=name, num_outputs=num_outputs)
 
     def __repr__(self):
         return "<Partition %s: %d ops>" % (self.task, len(self.graph.get_operations()))
@@ -154,7 +154,8 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None):
         p = part(task[op])
         inputs = [value_in(p, t) for t in op._inputs]
         controls = [control_in(p, c) for c in op._control_inputs]
-        new = p.add(op.type, inputs, op._attrs, op.name + "/", control_inputs=controls)
+        new = p.add(op.type, inputs, op._attrs, op.name + "/", control_inputs=controls,
+                    num_outputs=len(op._outputs))
         new._device = op.device
         new._colocation = list(op._colocation)
         p.mapped_ops[op] = new

@@ -79,8 +79,12 @@ class LocalCluster:
         return "zps://" + self.address(job, index)
 
     def start(self):
-        tasks = [(job, i) for job, addrs in self.spec.items() for i in range(len(addrs))
-                 if (job, i) not in self._in_process]
+        """Start every task (except the in-process ones)."""
+        self.start_tasks([(job, i) for job, addrs in self.spec.items() for i in range(len(addrs))
+                          if (job, i) not in self._in_process])
+
+    def start_tasks(self, tasks):
+        """Start the given ``(job, index)`` tasks and wait until each serves."""
         for job, i in tasks:
             self._spawn(job, i)
         for job, i in tasks:
