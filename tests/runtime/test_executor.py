@@ -263,3 +263,15 @@ def test_concurrent_runs_of_one_session_are_exact():
                 t.join(60)
             assert not failures
             assert sess.run(v) == 2000.0
+
+
+def test_kernels_follow_ieee_semantics_without_warnings():
+    """TF1 never warns on inf/nan; pytest turns warnings into errors, so this would fail if numpy did."""
+    import zps as tf
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [3])
+        y = tf.log(x) + 1.0 / x
+        with tf.Session() as sess:
+            out = sess.run(y, {x: [0.0, 1.0, -1.0]})
+    assert np.isneginf(out[0]) or np.isnan(out[0])
+    assert out[1] == 1.0 and np.isnan(out[2])

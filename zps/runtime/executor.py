@@ -160,7 +160,9 @@ class Plan:
             vals[s] = v
         for s in self._ref_feeds:
             vals[s] = _FedRef(vals[s])
-        self._execute(ctx, vals)
+        # Kernels follow IEEE semantics silently, as TF1's do: log(0) is -inf, 0/0 is nan.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            self._execute(ctx, vals)
         return [fix(vals[s], vals) for fix, s in zip(self._fetch_fix, self._fetch_slots)]
 
     def _run_compiled(self, ctx, vals):
