@@ -115,3 +115,19 @@ def test_in_process_two_task_cluster_runs_across_tasks():
     finally:
         for s in servers:
             s.stop()
+
+
+def test_bind_address_serves_a_spec_naming_a_service():
+    """In Kubernetes the spec names a service (not a local interface): bind another address."""
+    port, = free_ports(1)
+    spec = {"worker": ["my-service.invalid:%d" % port]}
+    with pytest.raises(tf.errors.UnavailableError, match="my-service.invalid"):
+        tf.train.Server(spec)   # by default only the spec's address is bound
+    server = tf.train.Server(spec, bind_address="127.0.0.1:%d" % port)
+    try:
+        with tf.Graph().as_default():
+            x = tf.constant(20.0) + 1.0
+            with tf.Session("zps://127.0.0.1:%d" % port) as sess:   # reached by its bound address
+                assert sess.run(x) == 21.0
+    finally:
+        server.stop()
