@@ -15,6 +15,7 @@ import collections
 import numpy as np
 
 from zps.client.config import ConfigProto
+from zps.distributed.session_target import runner_for_target
 from zps.framework import default_session, errors
 from zps.framework.device import DeviceSpec
 from zps.framework.graph import (
@@ -34,14 +35,8 @@ DeviceAttributes = collections.namedtuple(
 
 _LOCAL_JOBS = (None, "localhost")
 
-# Session targets other than '' are served by a runner factory registered by the distributed
-# layer (which sits above this one), keyed by URL scheme.
-_remote_runner_factories = {}
-
-
-def register_target_scheme(scheme, factory):
-    """``factory(target, graph, config) -> runner`` serves ``Session('scheme://...')``."""
-    _remote_runner_factories[scheme] = factory
+# zps://host:port is a server's target; grpc:// is accepted as the same thing (TF1 programs).
+_SERVER_SCHEMES = ("zps", "grpc")
 
 
 class _LocalRunner:
@@ -93,8 +88,8 @@ class BaseSession:
         scheme = self._target.split("://", 1)[0] if "://" in self._target else None
         if not self._target:
             self._runner = _LocalRunner(self._graph, self._config)
-        elif scheme in _remote_runner_factories:
-            self._runner = _remote_runner_factories[scheme](self._target, self._graph, self._config)
+        elif scheme in _SERVER_SCHEMES:
+            self._runner = runner_for_target(self._target, self._graph, self._config)
         else:
             raise errors.InvalidArgumentError(
                 None, None, "Session target %r is not supported: use '' for an in-process "

@@ -7,7 +7,6 @@ each pruned step plan once with the master (a serialized subgraph) and then send
 receives fetches.
 """
 
-from zps.client import session as _session
 from zps.distributed.master import to_op_error
 from zps.distributed.server import local_server
 from zps.framework import errors
@@ -80,7 +79,3 @@ class RemoteMasterRunner:
 def _shape(t):
     s = t.get_shape()
     return None if s.ndims is None else s.as_list()
-
-
-_session.register_target_scheme("zps", runner_for_target)
-_session.register_target_scheme("grpc", runner_for_target)

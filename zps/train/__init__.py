@@ -1,6 +1,5 @@
 """``tf.train``: optimizers, global step, ClusterSpec and Server (savers and monitored sessions later)."""
 
-from zps.distributed import session_target as _session_target  # noqa: F401 - zps:// and grpc://
 from zps.distributed.cluster_spec import ClusterSpec  # noqa: F401
 from zps.distributed.server import Server  # noqa: F401
 from zps.train.adagrad import *  # noqa: F403
