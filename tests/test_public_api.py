@@ -1,7 +1,8 @@
 """The public namespace is a contract: this test pins every exported name.
 
 A failure here means a name was added or removed. If that was intended, update the list
-(keep it sorted): TF1 programs depend on these names.
+(keep it sorted): TF1 programs depend on these names. Modules are checked separately:
+tf.nn, tf.train ... are namespaces; other submodules are implementation.
 """
 
 import types
@@ -10,31 +11,31 @@ import pytest
 
 import zps
 
-# Implementation packages, importable but not part of the TF1 namespace.
-INTERNAL = ['cli', 'client', 'distributed', 'framework', 'ops', 'runtime', 'testing', 'transport']
+NAMESPACE_MODULES = ["app", "contrib", "distribute", "errors", "initializers", "nn", "train"]
 
 EXPECTED = {
     "zps": [
-        "AUTO_REUSE", "ConfigProto", "DType", "DeviceSpec", "Dimension", "GPUOptions", "Graph",
-        "GraphKeys", "GraphOptions", "IndexedSlices", "InteractiveSession", "Operation",
-        "RunMetadata", "RunOptions", "Session", "Tensor", "TensorShape", "Variable",
-        "VariableScope", "abs", "add", "add_n", "add_to_collection", "add_to_collections",
-        "all_variables", "app", "argmax", "argmin", "as_dtype", "assign", "assign_add",
-        "assign_sub", "bool", "boolean_mask", "broadcast_to", "cast", "ceil", "clip_by_global_norm",
-        "clip_by_norm", "clip_by_value", "colocate_with", "concat", "constant",
-        "constant_initializer", "contrib", "control_dependencies", "convert_to_tensor",
-        "count_nonzero", "device", "div", "divide", "double", "equal", "erf", "errors", "exp",
-        "expand_dims", "fill", "float16", "float32", "float64", "floor", "floordiv", "floormod",
-        "gather", "get_collection", "get_collection_ref", "get_default_graph", "get_local_variable",
+        "AUTO_REUSE", "ConditionalAccumulator", "ConditionalAccumulatorBase", "ConfigProto",
+        "DType", "DeviceSpec", "Dimension", "FIFOQueue", "GPUOptions", "Graph", "GraphKeys",
+        "GraphOptions", "IndexedSlices", "InteractiveSession", "Operation", "QueueBase",
+        "RunMetadata", "RunOptions", "Session", "SparseConditionalAccumulator", "Tensor",
+        "TensorShape", "Variable", "VariableScope", "abs", "add", "add_n", "add_to_collection",
+        "add_to_collections", "all_variables", "argmax", "argmin", "as_dtype", "assign",
+        "assign_add", "assign_sub", "bool", "boolean_mask", "broadcast_to", "cast", "ceil",
+        "clip_by_global_norm", "clip_by_norm", "clip_by_value", "colocate_with", "concat",
+        "constant", "constant_initializer", "control_dependencies", "convert_to_tensor",
+        "count_nonzero", "device", "div", "divide", "double", "equal", "erf", "exp", "expand_dims",
+        "fill", "float16", "float32", "float64", "floor", "floordiv", "floormod", "gather",
+        "get_collection", "get_collection_ref", "get_default_graph", "get_local_variable",
         "get_seed", "get_variable", "get_variable_scope", "global_norm", "global_variables",
         "global_variables_initializer", "glorot_normal_initializer", "glorot_uniform_initializer",
         "gradients", "greater", "greater_equal", "group", "half", "identity", "import_graph_def",
-        "initialize_all_variables", "initializers", "int16", "int32", "int64", "int8", "is_finite",
-        "is_inf", "is_nan", "is_variable_initialized", "less", "less_equal", "local_variables",
+        "initialize_all_variables", "int16", "int32", "int64", "int8", "is_finite", "is_inf",
+        "is_nan", "is_variable_initialized", "less", "less_equal", "local_variables",
         "local_variables_initializer", "log", "log1p", "logical_and", "logical_not", "logical_or",
         "logical_xor", "matmul", "maximum", "minimum", "mod", "model_variables",
         "moving_average_variables", "mul", "multinomial", "multiply", "name_scope", "neg",
-        "negative", "newaxis", "nn", "no_op", "no_regularizer", "not_equal", "one_hot", "ones",
+        "negative", "newaxis", "no_op", "no_regularizer", "not_equal", "one_hot", "ones",
         "ones_initializer", "ones_like", "pad", "placeholder", "placeholder_with_default", "pow",
         "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
         "random_uniform_initializer", "range", "rank", "realdiv", "reciprocal", "reduce_all",
@@ -44,11 +45,11 @@ EXPECTED = {
         "scatter_update", "set_random_seed", "shape", "shape_n", "sigmoid", "sign", "size", "slice",
         "split", "sqrt", "square", "squared_difference", "squeeze", "stack", "stop_gradient",
         "strided_slice", "string", "sub", "subtract", "tanh", "tile", "to_double", "to_float",
-        "to_int32", "to_int64", "train", "trainable_variables", "transpose", "truediv",
-        "truncated_normal", "truncated_normal_initializer", "tuple", "uint8",
-        "uniform_unit_scaling_initializer", "unsorted_segment_sum", "unstack", "variable_scope",
-        "variables_initializer", "variance_scaling_initializer", "where", "with_dependencies",
-        "zeros", "zeros_initializer", "zeros_like",
+        "to_int32", "to_int64", "trainable_variables", "transpose", "truediv", "truncated_normal",
+        "truncated_normal_initializer", "tuple", "uint8", "uniform_unit_scaling_initializer",
+        "unsorted_segment_sum", "unstack", "variable_scope", "variables_initializer",
+        "variance_scaling_initializer", "where", "with_dependencies", "zeros", "zeros_initializer",
+        "zeros_like",
     ],
     "zps.nn": [
         "avg_pool", "avg_pool2d", "bias_add", "conv2d", "conv2d_backprop_filter",
@@ -60,11 +61,22 @@ EXPECTED = {
         "weighted_cross_entropy_with_logits", "xw_plus_b",
     ],
     "zps.train": [
-        "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "GradientDescentOptimizer",
-        "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "Server", "adagrad", "adam",
-        "assert_global_step", "create_global_step", "exponential_decay", "get_global_step",
-        "get_or_create_global_step", "global_step", "gradient_descent", "learning_rate_decay",
-        "momentum", "optimizer", "rmsprop", "slot_creator", "training_util",
+        "AdagradOptimizer", "AdamOptimizer", "CheckpointSaverHook", "CheckpointSaverListener",
+        "CheckpointState", "ChiefSessionCreator", "ClusterSpec", "Coordinator", "FeedFnHook",
+        "FinalOpsHook", "GlobalStepWaiterHook", "GradientDescentOptimizer",
+        "GreedyLoadBalancingStrategy", "LoggingTensorHook", "LooperThread", "MomentumOptimizer",
+        "MonitoredSession", "MonitoredTrainingSession", "NanLossDuringTrainingError",
+        "NanTensorHook", "NewCheckpointReader", "Optimizer", "QueueRunner", "RMSPropOptimizer",
+        "Saver", "Scaffold", "SecondOrStepTimer", "Server", "SessionCreator", "SessionManager",
+        "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
+        "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook", "SyncReplicasOptimizer",
+        "WorkerSessionCreator", "add_queue_runner", "assert_global_step", "byte_size_load_fn",
+        "checkpoint_exists", "create_global_step", "exponential_decay", "export_meta_graph",
+        "generate_checkpoint_state_proto", "get_checkpoint_mtimes", "get_checkpoint_state",
+        "get_global_step", "get_or_create_global_step", "global_step", "import_meta_graph",
+        "latest_checkpoint", "list_variables", "load_checkpoint", "load_variable",
+        "meta_graph_filename", "remove_checkpoint", "replica_device_setter", "start_queue_runners",
+        "update_checkpoint_state",
     ],
     "zps.errors": [
         "ABORTED", "ALREADY_EXISTS", "AbortedError", "AlreadyExistsError", "CANCELLED",
@@ -80,11 +92,18 @@ EXPECTED = {
     "zps.contrib.framework": [
         "get_global_step", "get_or_create_global_step",
     ],
+    "zps.contrib.training": [
+        "GreedyLoadBalancingStrategy", "RandomStrategy", "byte_size_load_fn",
+    ],
     "zps.initializers": [
         "constant", "global_variables", "glorot_normal", "glorot_uniform", "he_normal",
         "he_uniform", "identity", "lecun_normal", "lecun_uniform", "local_variables", "ones",
         "random_normal", "random_uniform", "truncated_normal", "uniform_unit_scaling", "variables",
         "variance_scaling", "zeros",
+    ],
+    "zps.distribute.cluster_resolver": [
+        "ClusterResolver", "ClusterSpec", "SimpleClusterResolver", "SlurmClusterResolver",
+        "TFConfigClusterResolver", "expand_hostlist", "expand_tasks_per_node", "format_master_url",
     ],
 }
 
@@ -99,15 +118,21 @@ def _resolve(path):
 @pytest.mark.parametrize("namespace", sorted(EXPECTED))
 def test_exported_names_are_pinned(namespace):
     mod = _resolve(namespace)
-    exported = sorted(n for n in dir(mod) if not n.startswith("_") and not (
-        isinstance(getattr(mod, n), types.ModuleType) and n in INTERNAL))
+    exported = sorted(n for n in dir(mod) if not n.startswith("_")
+                      and not isinstance(getattr(mod, n), types.ModuleType))
     assert exported == EXPECTED[namespace]
+
+
+@pytest.mark.parametrize("name", NAMESPACE_MODULES)
+def test_namespace_modules(name):
+    assert isinstance(getattr(zps, name), types.ModuleType)
 
 
 @pytest.mark.parametrize("path", [
     "constant", "Session", "device", "Variable", "matmul", "nn.relu", "app.run",
     "train.Server", "train.Server.create_local_server", "train.ClusterSpec",
-    "train.AdagradOptimizer", "contrib.framework.get_or_create_global_step",
+    "train.AdagradOptimizer", "train.replica_device_setter",
+    "contrib.framework.get_or_create_global_step",
 ])
 def test_names_used_by_the_seed_programs_exist(path):
     assert _resolve("zps." + path) is not None

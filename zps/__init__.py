@@ -29,11 +29,12 @@ from zps.ops.variable_scope import *  # noqa: F403
 from zps.ops.random_ops import *  # noqa: F403
 from zps.ops.init_ops import *  # noqa: F403
 from zps.ops.control_flow_ops import *  # noqa: F403
+from zps.ops.data_flow_ops import *  # noqa: F403
 from zps.ops.gradients_impl import gradients
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import app, contrib, nn, train
+from zps import app, contrib, distribute, nn, train
 from zps.runtime import allocator as _allocator
 
 

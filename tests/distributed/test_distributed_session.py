@@ -139,3 +139,16 @@ def test_ops_with_several_outputs_cross_tasks(cluster):
             total = parts[0] + parts[2] * 10.0
         with tf.Session(cluster[("worker", 0)].target) as sess:
             np.testing.assert_array_equal(sess.run(total), [40.0, 51.0])
+
+
+def test_update_of_a_ps_variable_built_in_a_worker_scope_runs_on_the_ps(cluster):
+    """TF1's placer puts ops that update a variable with the variable, whatever the scope says."""
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(1.0, name="w")
+        with tf.device("/job:worker/task:0"):
+            inc = tf.assign_add(w, 1.0)
+        with tf.Session(cluster[("worker", 0)].target) as sess:
+            sess.run(w.initializer)
+            assert sess.run(inc) == 2.0
+            assert sess.run(w) == 2.0

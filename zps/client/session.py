@@ -46,12 +46,18 @@ class _LocalRunner:
         self._graph = graph
         self._config = config
         self.resources = ResourceManager()
+        self._running = set()   # contexts of steps in flight, cancelled by close()
         self._plans = PlanCache(graph, lambda feeds, fetches, targets: Plan(
             feeds, fetches, targets, placement_check=self._check_placement))
 
     def run(self, feeds, feed_values, fetches, targets, options, run_metadata):
         plan = self._plans.get(feeds, fetches, targets)
-        return plan.run(StepContext(self.resources), feed_values)
+        ctx = StepContext(self.resources)
+        self._running.add(ctx)
+        try:
+            return plan.run(ctx, feed_values)
+        finally:
+            self._running.discard(ctx)
 
     def list_devices(self):
         return [DeviceAttributes("/job:localhost/replica:0/task:0/device:CPU:0", "CPU", 0, 0)]
@@ -75,6 +81,9 @@ class _LocalRunner:
                 % (op.name, op.device))
 
     def close(self):
+        closed = errors.CancelledError(None, None, "Session closed while the step was running")
+        for ctx in list(self._running):
+            ctx.cancel(closed)
         self.resources.close()
 
 

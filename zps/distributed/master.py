@@ -61,11 +61,13 @@ class _Step:
         self._lock = threading.Lock()
 
     def fail(self, exc, tp):
+        """Record the step's first failure (``tp`` None: cancelled by the client) and cancel it
+        on every task."""
         with self._lock:
             if self.failure is not None:
                 return
             self.failure = (exc, tp)
-        self._plan._cancel_everywhere(self.id, tp.task)
+        self._plan._cancel_everywhere(self.id, "the session" if tp is None else tp.task)
 
 
 class StepPlan:
@@ -80,10 +82,23 @@ class StepPlan:
         parts = partition(feeds, fetches, targets, server.task, server.cluster_tasks())
         self._parts = [_TaskPart(task, server.address_of(task), p) for task, p in parts.items()]
         self._lock = threading.Lock()
+        self._running = set()
 
     def run(self, feed_values):
         self._register()
         step = _Step(self, random.getrandbits(62))
+        self._running.add(step)
+        try:
+            return self._run(step, feed_values)
+        finally:
+            self._running.discard(step)
+
+    def cancel_running(self, error):
+        """Cancel the steps in flight (e.g. the session is closing): they fail with ``error``."""
+        for step in list(self._running):
+            step.fail(error, None)
+
+    def _run(self, step, feed_values):
         futures = {}
         inline = None
         for tp in self._parts:
@@ -136,6 +151,8 @@ class StepPlan:
         """Raise the step's first failure; tasks that restarted or vanished register again."""
         concurrent.futures.wait(futures, timeout=ABORT_WAIT_S)
         exc, tp = step.failure
+        if tp is None:   # cancelled by the client, not failed on a task
+            raise exc
         for f, other in list(futures.items()) + [(None, tp)]:
             e = exc if f is None else (f.exception() if f.done() else None)
             if e is not None and isinstance(to_op_error(e, other.task, other.address),
@@ -195,4 +212,7 @@ class MasterSession:
         return [str(t) + "/device:CPU:0" for t in self._server.cluster_tasks()]
 
     def close(self):
+        closed = errors.CancelledError(None, None, "Session closed while the step was running")
+        for plan in self._plans.values():
+            plan.cancel_running(closed)
         self._plans.clear()

@@ -156,7 +156,10 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None):
         controls = [control_in(p, c) for c in op._control_inputs]
         new = p.add(op.type, inputs, op._attrs, op.name + "/", control_inputs=controls,
                     num_outputs=len(op._outputs))
-        new._device = op.device
+        # The op runs on the task it was assigned (an update of a variable moves to the
+        # variable's task whatever the device scope said), and its device says so.
+        new._device = op.device if task_of_device(op.device, default_task) == p.task \
+            else str(p.task)
         new._colocation = list(op._colocation)
         p.mapped_ops[op] = new
         for src_t, dst_t in zip(op._outputs, new._outputs):

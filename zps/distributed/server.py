@@ -165,7 +165,9 @@ class Server:
                 del _local_servers[self._address]
         self.transport.unbind(self._bound)
         self._bound = None
-        self.rendezvous.abort_all(errors.CancelledError(None, None, "server %s stopped" % (self._task,)))
+        stopped = errors.CancelledError(None, None, "server %s stopped" % (self._task,))
+        self.rendezvous.abort_all(stopped)
+        self.worker.abort_all(stopped)
         self.resources.close()
         self.pool.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
@@ -192,7 +194,7 @@ class Server:
         if msg.method == "AbortStep":
             step = body.get("step")
             if isinstance(step, int):
-                self.rendezvous.abort(step, errors.CancelledError(
+                self.worker.abort_step(step, errors.CancelledError(
                     None, None, "step cancelled: %s" % body.get("message", "")))
             return
         handler = self._RPC.get(msg.method)

@@ -5,10 +5,12 @@ process is a direct put into its rendezvous (nothing serialized); to another pro
 one partition to one task made before the partition next waits are batched into one message.
 """
 
+import collections
 import itertools
 import threading
 
 from zps.distributed.partition import task_of_device
+from zps.distributed.rendezvous import ABORTED_MEMORY
 from zps.framework import errors
 from zps.runtime.executor import Plan, StepContext
 
@@ -29,6 +31,9 @@ class WorkerService:
         self._server = server
         self._graphs = {}
         self._lock = threading.Lock()
+        self._running = {}   # step id -> StepContexts of the partitions running it here
+        # Steps aborted here, remembered so a partition of one that starts late is cancelled.
+        self._aborted = collections.OrderedDict()
         self.steps_run = 0
 
     # -- registration ----------------------------------------------------------------------------
@@ -74,16 +79,40 @@ class WorkerService:
             "recv": lambda src, key, done: rendezvous.recv(step_id, key, done),
             "flush": outbox.flush,
         })
+        with self._lock:
+            self._running.setdefault(step_id, []).append(ctx)
+            aborted = self._aborted.get(step_id)
+        if aborted is not None:
+            ctx.cancel(aborted)
         try:
             values = reg.plan.run(ctx, feed_values)
         finally:
+            with self._lock:
+                contexts = self._running.get(step_id, [])
+                contexts.remove(ctx)
+                if not contexts:
+                    self._running.pop(step_id, None)
             outbox.flush()
             rendezvous.cleanup(step_id)
         self.steps_run += 1
         return values
 
     def abort_step(self, step_id, error):
+        """End the step here: its Recvs and blocking ops (dequeue, take_grad) fail with ``error``."""
         self._server.rendezvous.abort(step_id, error)
+        with self._lock:
+            self._aborted[step_id] = error
+            while len(self._aborted) > ABORTED_MEMORY:
+                self._aborted.popitem(last=False)
+            contexts = list(self._running.get(step_id, []))
+        for ctx in contexts:
+            ctx.cancel(error)
+
+    def abort_all(self, error):
+        with self._lock:
+            steps = list(self._running)
+        for step_id in steps:
+            self.abort_step(step_id, error)
 
 
 class _Outbox:

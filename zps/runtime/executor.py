@@ -27,6 +27,7 @@ import collections
 import functools
 import itertools
 import queue
+import threading
 
 import numpy as np
 
@@ -37,9 +38,14 @@ _step_ids = itertools.count(1)
 
 
 class StepContext:
-    """What kernels see of the step: the task's resources, the array module, the step id."""
+    """What kernels see of the step: the task's resources, the array module, the step id.
 
-    __slots__ = ("resources", "xp", "backend", "step_id", "extras")
+    Kernels that wait (dequeue, take_grad) register ``ctx.on_cancel(fn)`` so that aborting the
+    step, closing the session or stopping the server ends the wait: ``fn(error)`` is called once.
+    """
+
+    __slots__ = ("resources", "xp", "backend", "step_id", "extras", "_lock", "_on_cancel",
+                 "cancelled")
 
     def __init__(self, resources, backend="numpy", step_id=None, extras=None):
         self.resources = resources
@@ -47,6 +53,35 @@ class StepContext:
         self.xp = _array_module(backend)
         self.step_id = next(_step_ids) if step_id is None else step_id
         self.extras = extras if extras is not None else {}
+        self._lock = threading.Lock()
+        self._on_cancel = []
+        self.cancelled = None   # the error the step was cancelled with, once it is
+
+    def on_cancel(self, callback):
+        """Call ``callback(error)`` if the step is cancelled (at once if it already was);
+        returns a function that unregisters it (call it when the wait ends normally)."""
+        with self._lock:
+            error = self.cancelled
+            if error is None:
+                self._on_cancel.append(callback)
+                return lambda: self._forget(callback)
+        callback(error)
+        return lambda: None
+
+    def _forget(self, callback):
+        with self._lock:
+            if callback in self._on_cancel:
+                self._on_cancel.remove(callback)
+
+    def cancel(self, error):
+        """Cancel the step: every registered waiter gets ``error`` (once)."""
+        with self._lock:
+            if self.cancelled is not None:
+                return
+            self.cancelled = error
+            callbacks, self._on_cancel = self._on_cancel, []
+        for cb in callbacks:
+            cb(error)
 
 
 def _array_module(backend):

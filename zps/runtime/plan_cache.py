@@ -32,6 +32,9 @@ class PlanCache:
     def discard(self, feeds, fetches, targets):
         self._plans.pop(self._key(feeds, fetches, targets), None)
 
+    def values(self):
+        return list(self._plans.values())
+
     def clear(self):
         self._plans.clear()
 

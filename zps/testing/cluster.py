@@ -13,41 +13,13 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
+from zps.transport.ports import free_ports, wait_for_port  # noqa: F401 - re-exported
+
 START_TIMEOUT_S = 30.0
-
-
-def free_ports(n, host="127.0.0.1"):
-    """``n`` distinct ports the OS considers free right now."""
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind((host, 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
-
-
-def wait_for_port(host, port, timeout, proc=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError("task process exited with code %s before serving %s:%d"
-                               % (proc.returncode, host, port))
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError("nothing listening on %s:%d after %.0f s" % (host, port, timeout))
 
 
 class LocalCluster:

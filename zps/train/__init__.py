@@ -1,12 +1,22 @@
-"""``tf.train``: optimizers, global step, ClusterSpec and Server (savers and monitored sessions later)."""
+"""``tf.train``: optimizers, servers, device placement, savers, hooks and monitored sessions."""
 
 from zps.distributed.cluster_spec import ClusterSpec  # noqa: F401
 from zps.distributed.server import Server  # noqa: F401
 from zps.train.adagrad import *  # noqa: F403
 from zps.train.adam import *  # noqa: F403
+from zps.train.basic_session_run_hooks import *  # noqa: F403
+from zps.train.checkpoint_management import *  # noqa: F403
+from zps.train.coordinator import *  # noqa: F403
+from zps.train.device_setter import *  # noqa: F403
 from zps.train.gradient_descent import *  # noqa: F403
 from zps.train.learning_rate_decay import *  # noqa: F403
 from zps.train.momentum import *  # noqa: F403
+from zps.train.monitored_session import *  # noqa: F403
 from zps.train.optimizer import *  # noqa: F403
+from zps.train.queue_runner import *  # noqa: F403
 from zps.train.rmsprop import *  # noqa: F403
+from zps.train.saver import *  # noqa: F403
+from zps.train.session_manager import *  # noqa: F403
+from zps.train.session_run_hook import *  # noqa: F403
+from zps.train.sync_replicas_optimizer import *  # noqa: F403
 from zps.train.training_util import *  # noqa: F403

@@ -1,0 +1,103 @@
+"""zps-ps: the cluster from flags or TF_CONFIG; serving sessions; a clean stop on SIGTERM/SIGINT."""
+
+import argparse
+import json
+import re
+import signal
+import socket
+
+import pytest
+
+import zps as tf
+from tests.cli import cli, running
+from zps.cli.common import resolve_task
+from zps.testing.cluster import free_ports, wait_for_port
+
+
+def _args(**flags):
+    args = dict(ps_hosts=None, worker_hosts=None, job_name=None, task_index=None)
+    args.update(flags)
+    return argparse.Namespace(**args)
+
+
+def test_resolve_task_from_flags(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    cluster, job, index = resolve_task(_args(ps_hosts="p0:1,p1:2", worker_hosts="w0:3", task_index=1),
+                                       default_job="ps")
+    assert (cluster, job, index) == ({"ps": ["p0:1", "p1:2"], "worker": ["w0:3"]}, "ps", 1)
+    # A ps needs no worker list.
+    assert resolve_task(_args(ps_hosts="p0:1"), "ps") == ({"ps": ["p0:1"]}, "ps", 0)
+
+
+def test_resolve_task_from_tf_config_and_flags_win(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"ps": ["p0:1", "p1:2"], "worker": ["w0:3"]},
+                                                "task": {"type": "ps", "index": 1}}))
+    assert resolve_task(_args(), "worker") == ({"ps": ["p0:1", "p1:2"], "worker": ["w0:3"]}, "ps", 1)
+    assert resolve_task(_args(task_index=0), "ps")[1:] == ("ps", 0)
+    # Host flags replace TF_CONFIG's cluster; the task index still comes from TF_CONFIG.
+    assert resolve_task(_args(ps_hosts="q:9", worker_hosts="v:8,u:7", job_name="worker"), "ps") == (
+        {"ps": ["q:9"], "worker": ["v:8", "u:7"]}, "worker", 1)
+
+
+@pytest.mark.parametrize("tf_config, flags, message", [
+    (None, {}, "No cluster given: pass --ps_hosts and --worker_hosts"),
+    (None, dict(ps_hosts="p0:1", task_index=2), "job 'ps' has no task 2"),
+    (None, dict(ps_hosts="p0:1", job_name="worker"), "the cluster has no job 'worker'"),
+    (None, dict(ps_hosts="p0", worker_hosts="w:1"), "'p0' is not of the form 'host:port'"),
+    (None, dict(ps_hosts=" , "), "names no host:port"),
+    ("{bad", {}, "TF_CONFIG is not valid JSON"),
+])
+def test_resolve_task_errors(monkeypatch, tf_config, flags, message):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    if tf_config is not None:
+        monkeypatch.setenv("TF_CONFIG", tf_config)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        resolve_task(_args(**flags), "ps")
+
+
+def _session_on_ps(address):
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable([1.0, 2.0, 3.0], name="v")
+            total = tf.reduce_sum(v * 2.0)
+        with tf.Session("grpc://" + address) as sess:
+            sess.run(v.initializer)
+            return sess.run(total)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how, sig", [("flags", signal.SIGTERM), ("tf_config", signal.SIGINT)])
+def test_zps_ps_serves_a_session_and_stops_cleanly(how, sig):
+    ps_port, worker_port = free_ports(2)
+    address = "127.0.0.1:%d" % ps_port
+    cluster = {"ps": [address], "worker": ["127.0.0.1:%d" % worker_port]}
+    if how == "flags":
+        cmd, env = cli("ps", "--ps_hosts", address, "--worker_hosts", cluster["worker"][0],
+                       "--task_index", 0), None
+    else:
+        cmd, env = cli("ps"), {"TF_CONFIG": json.dumps({"cluster": cluster,
+                                                        "task": {"type": "ps", "index": 0}})}
+    with running(cmd, env=env) as proc:
+        wait_for_port("127.0.0.1", ps_port, 30, proc)
+        assert _session_on_ps(address) == 12.0
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "serving /job:ps/task:0 at %s" % address in err
+    assert "%s: stopping /job:ps/task:0" % sig.name in err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_zps_ps_reports_bad_flags_and_a_busy_port():
+    with running(cli("ps", "--ps_hosts", "nohost")) as proc:
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "'nohost' is not of the form 'host:port'" in err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        address = "127.0.0.1:%d" % busy.getsockname()[1]
+        with running(cli("ps", "--ps_hosts", address)) as proc:
+            _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "Cannot start the server of /job:ps" in err and address in err

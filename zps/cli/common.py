@@ -1,0 +1,109 @@
+"""What the launchers share: the seed's cluster flags, TF_CONFIG, and per-task environments."""
+
+import json
+import logging
+import os
+
+from zps.distributed.cluster_spec import ClusterSpec
+from zps.distributed.resolvers import TFConfigClusterResolver
+
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def add_cluster_flags(parser, default_job):
+    """The seed trainer's flags: ``--ps_hosts --worker_hosts --job_name --task_index``."""
+    parser.add_argument("--ps_hosts", default=None,
+                        help="comma-separated host:port of the ps tasks (default: from TF_CONFIG)")
+    parser.add_argument("--worker_hosts", default=None,
+                        help="comma-separated host:port of the worker tasks (default: from TF_CONFIG)")
+    parser.add_argument("--job_name", default=None,
+                        help="job of this task (default: TF_CONFIG's task type, else %r)" % default_job)
+    parser.add_argument("--task_index", type=int, default=None,
+                        help="index of this task in its job (default: TF_CONFIG's, else 0)")
+
+
+def _hosts(flag, value):
+    hosts = [h.strip() for h in value.split(",") if h.strip()]
+    for h in hosts:
+        ClusterSpec({"job": [h]})  # ValueError naming the bad address
+    if not hosts and value.strip():
+        raise ValueError("--%s %r names no host:port" % (flag, value))
+    return hosts
+
+
+def resolve_task(args, default_job):
+    """``(cluster dict, job, index)`` from the flags, falling back on ``TF_CONFIG``.
+
+    Host flags replace TF_CONFIG's cluster; ``--job_name``/``--task_index`` replace its task.
+    ValueError says what is missing or malformed.
+    """
+    cluster, env_type, env_id = {}, None, None
+    if os.environ.get("TF_CONFIG", "").strip():
+        resolver = TFConfigClusterResolver()
+        try:
+            cluster = resolver.cluster_spec().as_dict()
+            env_type, env_id = resolver.task_type, resolver.task_id
+        except ValueError as e:
+            raise ValueError("%s (or give the cluster with --ps_hosts/--worker_hosts)" % e) from None
+    if args.ps_hosts is not None or args.worker_hosts is not None:
+        cluster = {}
+        if args.ps_hosts:
+            cluster["ps"] = _hosts("ps_hosts", args.ps_hosts)
+        if args.worker_hosts:
+            cluster["worker"] = _hosts("worker_hosts", args.worker_hosts)
+    job = args.job_name or env_type or default_job
+    index = args.task_index if args.task_index is not None else (env_id if env_id is not None else 0)
+    if not cluster:
+        raise ValueError("No cluster given: pass --ps_hosts and --worker_hosts (comma-separated "
+                         "host:port lists) or set TF_CONFIG")
+    if job not in cluster:
+        raise ValueError("This task is /job:%s/task:%d but the cluster has no job %r (jobs: %s)"
+                         % (job, index, job, ", ".join(sorted(cluster))))
+    tasks = ClusterSpec(cluster).job_tasks(job)
+    if not 0 <= index < len(tasks) or tasks[index] is None:
+        raise ValueError("This task is /job:%s/task:%d but job %r has no task %d (tasks: %s)"
+                         % (job, index, job, index, ClusterSpec(cluster).task_indices(job)))
+    return cluster, job, index
+
+
+def tf_config(cluster, job, index):
+    """The ``TF_CONFIG`` JSON of task ``/job:<job>/task:<index>`` of ``cluster``."""
+    return json.dumps({"cluster": cluster, "task": {"type": job, "index": index},
+                       "environment": "cloud"})
+
+
+def seed_flags(cluster, job, index):
+    """The seed trainer's flags for a task: ``--ps_hosts --worker_hosts --job_name --task_index``."""
+    def hosts(job):
+        tasks = cluster.get(job, [])
+        return ",".join(tasks.values() if isinstance(tasks, dict) else tasks)
+    return ["--ps_hosts=" + hosts("ps"), "--worker_hosts=" + hosts("worker"),
+            "--job_name=" + job, "--task_index=%d" % index]
+
+
+def task_env(cluster, job, index, base=None, blas_threads=None):
+    """A task's environment: ``base`` + TF_CONFIG, unbuffered Python output and, when
+    ``blas_threads`` is given, BLAS/OpenMP thread limits (the user's own settings win)."""
+    env = dict(os.environ if base is None else base)
+    env["TF_CONFIG"] = tf_config(cluster, job, index)
+    env["PYTHONUNBUFFERED"] = "1"
+    if blas_threads is not None:
+        for name in BLAS_THREAD_VARS:
+            env.setdefault(name, str(blas_threads))
+    return env
+
+
+def blas_threads_per_task(num_local_tasks, cores=None):
+    """BLAS threads for each of ``num_local_tasks`` tasks sharing this machine's cores, so that
+    matmul-heavy tasks do not oversubscribe them (at least 1)."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+    return max(1, cores // max(1, num_local_tasks))
+
+
+def setup_logging(prog):
+    logging.basicConfig(level=logging.INFO, format="%s: %%(message)s" % prog)
+    return logging.getLogger("zps.cli")

@@ -1,0 +1,265 @@
+"""``zps-launch``: run a whole cluster (N ps + M workers) of one training script on this machine.
+
+    zps-launch --ps 2 --workers 2 trainer.py --train_steps 1000
+
+Every task runs ``python trainer.py --ps_hosts=.. --worker_hosts=.. --job_name=.. --task_index=..
+[script args]`` with ``TF_CONFIG`` set too, on free ports of ``--host``, as the seed's trainer is
+launched by hand (its ps tasks call ``server.join()``; ``--ps_script`` serves them with
+``zps-ps`` instead, for scripts without a ps branch). Each line a task prints comes out prefixed
+(``[worker:0] ...``). When every worker has exited 0 the ps tasks (which never exit, as in TF1)
+are stopped and zps-launch exits 0. If a task fails, the others are stopped and zps-launch exits 1
+naming it; Ctrl-C stops everything. BLAS/OpenMP threads are limited per task so the tasks share
+the cores instead of oversubscribing them (unless the environment already sets them).
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from zps.cli import common
+from zps.transport.ports import free_ports, wait_for_port
+
+__all__ = ["main", "Launcher"]
+
+POLL_INTERVAL_S = 0.05
+EXIT_FAILED = 1
+PS_HINT = ("a ps task must serve until it is stopped (does the script call server.join() for "
+           "--job_name=ps? otherwise pass --ps_script)")
+
+
+def _describe_exit(code):
+    if code is not None and code < 0:
+        try:
+            return "was killed by signal %s" % signal.Signals(-code).name
+        except ValueError:
+            return "was killed by signal %d" % -code
+    return "exited with code %s" % code
+
+
+class _Task:
+    """One task's process and the thread that streams its output."""
+
+    def __init__(self, job, index, address):
+        self.job, self.index, self.address = job, index, address
+        self.name = "%s:%d" % (job, index)
+        self.proc = None
+        self.reader = None
+
+    def returncode(self):
+        return self.proc.poll() if self.proc is not None else None
+
+
+class Launcher:
+    """Runs the tasks of one local cluster; ``run()`` returns zps-launch's exit code."""
+
+    def __init__(self, script, script_args=(), num_ps=1, num_workers=1, host="127.0.0.1",
+                 ps_script=False, threads_per_task=None, grace_period_secs=5.0,
+                 start_timeout_secs=60.0, out=None, err=None):
+        if num_workers < 1:
+            raise ValueError("--workers must be at least 1, got %d" % num_workers)
+        if num_ps < 0:
+            raise ValueError("--ps must be >= 0, got %d" % num_ps)
+        self.script, self.script_args = script, list(script_args)
+        self.ps_script = ps_script
+        self.grace_period_secs = grace_period_secs
+        self.start_timeout_secs = start_timeout_secs
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        ports = iter(free_ports(num_ps + num_workers, host))
+        self.cluster = {}
+        if num_ps:
+            self.cluster["ps"] = ["%s:%d" % (host, next(ports)) for _ in range(num_ps)]
+        self.cluster["worker"] = ["%s:%d" % (host, next(ports)) for _ in range(num_workers)]
+        self.host = host
+        self.ps = [_Task("ps", i, a) for i, a in enumerate(self.cluster.get("ps", []))]
+        self.workers = [_Task("worker", i, a) for i, a in enumerate(self.cluster["worker"])]
+        self.threads_per_task = threads_per_task or common.blas_threads_per_task(num_ps + num_workers)
+        self._lock = threading.Lock()
+        self._interrupt = None   # the signal that asked us to stop
+        self._started = None
+
+    # -- output ----------------------------------------------------------------------------------
+    def say(self, message):
+        with self._lock:
+            self.out.flush()
+            self.err.write("zps-launch: %s\n" % message)
+            self.err.flush()
+
+    def _stream(self, task):
+        prefix = "[%s] " % task.name
+        for raw in iter(task.proc.stdout.readline, b""):
+            line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            with self._lock:
+                self.out.write(prefix + line + "\n")
+                self.out.flush()
+        task.proc.stdout.close()
+
+    # -- processes -------------------------------------------------------------------------------
+    def command(self, task):
+        flags = common.seed_flags(self.cluster, task.job, task.index)
+        if task.job == "ps" and self.ps_script:
+            return [sys.executable, "-m", "zps.cli.ps"] + flags
+        return [sys.executable, self.script] + flags + self.script_args
+
+    def _spawn(self, task):
+        env = common.task_env(self.cluster, task.job, task.index, blas_threads=self.threads_per_task)
+        # Own session: a Ctrl-C in the terminal reaches zps-launch only, which stops the tasks.
+        task.proc = subprocess.Popen(self.command(task), env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        task.reader = threading.Thread(target=self._stream, args=(task,), daemon=True,
+                                       name="zps-launch-%s" % task.name)
+        task.reader.start()
+
+    def _signal_group(self, task, sig):
+        try:
+            os.killpg(task.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop(self, tasks):
+        """SIGTERM the tasks still running (their whole process groups), SIGKILL after the grace
+        period, and reap them."""
+        running = [t for t in tasks if t.proc is not None and t.proc.poll() is None]
+        for t in running:
+            self._signal_group(t, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_period_secs
+        for t in running:
+            try:
+                t.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.say("%s did not stop within %.0f s of SIGTERM: killing it"
+                         % (t.name, self.grace_period_secs))
+                self._signal_group(t, signal.SIGKILL)
+                t.proc.wait()
+        for t in tasks:
+            if t.reader is not None:
+                t.reader.join(timeout=5)
+
+    def interrupt(self, signum, frame=None):
+        """Signal handler: stop everything (Ctrl-C, SIGTERM)."""
+        self._interrupt = signum
+
+    # -- the run ---------------------------------------------------------------------------------
+    def run(self):
+        self._started = time.monotonic()
+        all_tasks = self.ps + self.workers
+        self.say("starting %d ps + %d worker task(s) of %s on %s (%d BLAS thread(s) per task): %s"
+                 % (len(self.ps), len(self.workers), self.script, self.host, self.threads_per_task,
+                    ", ".join("%s=%s" % (t.name, t.address) for t in all_tasks)))
+        try:
+            failure = self._start_ps()
+            if failure is None:
+                for t in self.workers:
+                    self._spawn(t)
+                failure = self._watch()
+        except BaseException:
+            self.stop(all_tasks)
+            raise
+        self.stop(all_tasks)
+        elapsed = time.monotonic() - self._started
+        if failure is None:
+            self.say("%d worker(s) finished in %.1f s; stopped %d ps task(s)"
+                     % (len(self.workers), elapsed, len(self.ps)))
+            return 0
+        if self._interrupt is not None:
+            self.say("interrupted (%s) after %.1f s: stopped every task"
+                     % (signal.Signals(self._interrupt).name, elapsed))
+            return 128 + self._interrupt
+        self.say("FAILED after %.1f s: %s" % (elapsed, failure))
+        return EXIT_FAILED
+
+    def _start_ps(self):
+        """Start the ps tasks and wait until each serves (None) or say why one does not."""
+        for t in self.ps:
+            self._spawn(t)
+        deadline = time.monotonic() + self.start_timeout_secs
+        for t in self.ps:
+            port = int(t.address.rsplit(":", 1)[1])
+            while True:
+                if self._interrupt is not None:
+                    return "interrupted"
+                try:
+                    wait_for_port(self.host, port, min(1.0, deadline - time.monotonic()), t.proc)
+                    break
+                except RuntimeError:
+                    return "%s %s before serving at %s: %s" % (
+                        t.name, _describe_exit(t.returncode()), t.address, PS_HINT)
+                except TimeoutError:
+                    if time.monotonic() >= deadline:
+                        return "%s is not serving at %s after %.0f s" % (
+                            t.name, t.address, self.start_timeout_secs)
+        return None
+
+    def _watch(self):
+        """Wait until every worker succeeded (None) or something failed (a message)."""
+        while True:
+            if self._interrupt is not None:
+                return "interrupted"
+            for t in self.workers:
+                code = t.returncode()
+                if code not in (None, 0):
+                    return self._failed(t, code)
+            for t in self.ps:
+                code = t.returncode()
+                if code is not None:
+                    return self._failed(t, code, hint=" while workers were running: " + PS_HINT)
+            if all(t.returncode() == 0 for t in self.workers):
+                return None
+            time.sleep(POLL_INTERVAL_S)
+
+    def _failed(self, task, code, hint=""):
+        message = "%s %s%s" % (task.name, _describe_exit(code), hint)
+        self.say("%s; stopping the other tasks" % message)
+        return message
+
+
+def build_parser(prog="zps-launch"):
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Run N ps + M worker tasks of a training script on this machine, "
+        "each with the seed's flags (--ps_hosts --worker_hosts --job_name --task_index) and "
+        "TF_CONFIG; stream their output; stop the ps tasks when the workers are done.")
+    parser.add_argument("--ps", type=int, default=1, help="number of ps tasks (default 1)")
+    parser.add_argument("--workers", type=int, default=1, help="number of worker tasks (default 1)")
+    parser.add_argument("--host", default="127.0.0.1", help="address the tasks listen on")
+    parser.add_argument("--ps_script", action="store_true",
+                        help="serve the ps tasks with zps-ps instead of running the script")
+    parser.add_argument("--threads_per_task", type=int, default=None,
+                        help="BLAS/OpenMP threads per task (default: cores / tasks)")
+    parser.add_argument("--grace_period_secs", type=float, default=5.0,
+                        help="time a task gets to exit after SIGTERM before it is killed")
+    parser.add_argument("--start_timeout_secs", type=float, default=60.0,
+                        help="time a ps task gets to start serving")
+    parser.add_argument("script", help="the Python training script")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
+    return parser
+
+
+def main(argv=None, prog="zps-launch"):
+    args = build_parser(prog).parse_args(argv)
+    if not os.path.isfile(args.script):
+        print("%s: no such script: %s" % (prog, args.script), file=sys.stderr)
+        return 2
+    try:
+        launcher = Launcher(args.script, args.script_args, num_ps=args.ps, num_workers=args.workers,
+                            host=args.host, ps_script=args.ps_script,
+                            threads_per_task=args.threads_per_task,
+                            grace_period_secs=args.grace_period_secs,
+                            start_timeout_secs=args.start_timeout_secs)
+    except ValueError as e:
+        print("%s: %s" % (prog, e), file=sys.stderr)
+        return 2
+    previous = {sig: signal.signal(sig, launcher.interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return launcher.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""``zps-ps``: serve one ps task of a cluster until SIGTERM or SIGINT (then exit 0).
+
+    zps-ps --ps_hosts=ps0:2222,ps1:2222 --worker_hosts=w0:2222,w1:2222 --task_index=1
+    TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 1}}' zps-ps
+
+Flags win over ``TF_CONFIG``. ``--bind_address 0.0.0.0:2222`` listens on another local address
+than the cluster's (e.g. when the cluster names a Kubernetes service).
+"""
+
+import argparse
+import signal
+import sys
+
+from zps.cli import common
+
+__all__ = ["main"]
+
+
+def build_parser(prog="zps-ps"):
+    parser = argparse.ArgumentParser(prog=prog, description="Serve one ps task of a zps cluster "
+                                     "until SIGTERM/SIGINT. The cluster comes from the flags or "
+                                     "from TF_CONFIG.")
+    common.add_cluster_flags(parser, default_job="ps")
+    parser.add_argument("--bind_address", default=None,
+                        help="local host:port to listen on instead of the task's address in the "
+                             "cluster (e.g. 0.0.0.0:2222)")
+    return parser
+
+
+def main(argv=None, prog="zps-ps"):
+    args = build_parser(prog).parse_args(argv)
+    log = common.setup_logging(prog)
+    try:
+        cluster, job, index = common.resolve_task(args, default_job="ps")
+    except ValueError as e:
+        log.error("%s", e)
+        return 2
+    from zps.distributed.server import Server
+    from zps.framework import errors
+    try:
+        server = Server(cluster, job_name=job, task_index=index, bind_address=args.bind_address)
+    except errors.OpError as e:
+        log.error("%s", e.message)
+        return 1
+
+    def stop(signum, frame):
+        log.info("%s: stopping /job:%s/task:%d", signal.Signals(signum).name, job, index)
+        server.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    log.info("serving /job:%s/task:%d at %s", job, index, server.cluster.task_address(job, index))
+    server.join()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

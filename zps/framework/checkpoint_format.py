@@ -1,0 +1,430 @@
+"""The checkpoint format: safetensors shards plus a JSON index. Nothing in it can execute code.
+
+A checkpoint with prefix ``P`` is:
+
+- shards ``P.data-00000-of-00002-<token>.safetensors`` (one per device of a sharded save), each a
+  plain safetensors file: an 8-byte little-endian header length N, N bytes of JSON
+  ``{key: {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, "__metadata__": {...}}``
+  and the raw little-endian bytes. ``<token>`` is random per write, so saving to a prefix again
+  never touches the files the current index points to.
+- the index ``P.index``: JSON (the name is TF1's, so scripts testing ``os.path.exists(P + ".index")``
+  keep working)::
+
+      {"format": "zps-checkpoint", "version": 1,
+       "shards": ["P.data-00000-of-00001-1a2b3c4d.safetensors"],     # basenames, same directory
+       "tensors": {"w": {"dtype": "float32", "shape": [2, 3], "shard": 0, "key": "w"}}}
+
+  Partitioned variables (later) will be entries with ``"slices": [{"start", "shape", "shard",
+  "key"}, ...]`` instead of ``"shard"``/``"key"``; readers of this version reject such entries
+  with an UnimplementedError rather than misreading them.
+
+String tensors have no safetensors dtype: a shard keeps them in its ``__metadata__`` under
+``"zps.strings"``, a JSON text ``{key: {"shape": [...], "data": [base64, ...]}}``.
+
+Every file is written atomically (temp file in the same directory, flush, fsync, ``os.replace``,
+fsync of the directory); the index is written after all the shards it names, so it is the commit
+point of a save. Readers validate everything (sizes, offsets, dtypes, shapes against byte counts)
+and raise DataLossError on a corrupt file.
+
+>>> import os, tempfile, numpy as np
+>>> d = tempfile.mkdtemp()
+>>> entries = write_shard(os.path.join(d, "m"), 0, 1, {"w": np.arange(3.0)})
+>>> write_index(os.path.join(d, "m"), [entries])
+>>> CheckpointReader(os.path.join(d, "m")).get_tensor("w")
+array([0., 1., 2.])
+"""
+
+import base64
+import binascii
+import glob
+import json
+import os
+import secrets
+import tempfile
+
+import numpy as np
+
+from zps.framework import dtypes as _dtypes
+from zps.framework import errors
+
+FORMAT = "zps-checkpoint"
+VERSION = 1
+INDEX_SUFFIX = ".index"
+STRINGS_KEY = "zps.strings"
+MAX_HEADER_BYTES = 100 * 1024 * 1024   # safetensors' own limit
+MAX_INDEX_BYTES = 256 * 1024 * 1024
+MAX_RANK = 32
+
+# safetensors dtype <-> zps dtype (little-endian numpy types); anything else is rejected.
+_ST_DTYPES = {"F16": "float16", "F32": "float32", "F64": "float64", "I8": "int8", "I16": "int16",
+              "I32": "int32", "I64": "int64", "U8": "uint8", "BOOL": "bool"}
+_ST_BY_NAME = {v: k for k, v in _ST_DTYPES.items()}
+_LE = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "i1", "int16": "<i2",
+       "int32": "<i4", "int64": "<i8", "uint8": "u1", "bool": "?"}
+_INDEX_DTYPES = frozenset(_LE) | {"string"}
+
+
+# -- atomic files --------------------------------------------------------------------------------
+def atomic_write(path, write):
+    """Create ``path`` atomically: ``write(f)`` fills a temp file that then replaces ``path``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory):
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # not supported on this platform / filesystem
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- shards --------------------------------------------------------------------------------------
+def shard_filename(prefix, shard, num_shards, token=None):
+    """``P.data-0000s-of-0000n-<token>.safetensors`` (a fresh random token by default)."""
+    return "%s.data-%05d-of-%05d-%s.safetensors" % (prefix, shard, num_shards,
+                                                   token or secrets.token_hex(4))
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Write ``{key: ndarray}`` (numeric or string) as one safetensors file, atomically."""
+    header, buffers, strings, offset = {}, [], {}, 0
+    for key in sorted(tensors):
+        arr = np.asarray(tensors[key])
+        dtype = _dtypes.as_dtype(arr.dtype)
+        if dtype is _dtypes.string:
+            strings[key] = {"shape": list(arr.shape),
+                            "data": [base64.b64encode(_as_bytes(s)).decode("ascii")
+                                     for s in arr.ravel()]}
+            continue
+        arr = np.asarray(arr, dtype=_LE[dtype.name])
+        if not arr.flags.c_contiguous:
+            arr = arr.copy()
+        header[key] = {"dtype": _ST_BY_NAME[dtype.name], "shape": list(arr.shape),
+                       "data_offsets": [offset, offset + arr.nbytes]}
+        offset += arr.nbytes
+        buffers.append(arr)
+    meta = dict(metadata or {})
+    if strings:
+        meta[STRINGS_KEY] = json.dumps(strings, separators=(",", ":"))
+    if meta:
+        header["__metadata__"] = meta
+    blob = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    blob += b" " * (-len(blob) % 8)  # data starts 8-byte aligned, as safetensors writes it
+
+    def write(f):
+        f.write(len(blob).to_bytes(8, "little"))
+        f.write(blob)
+        for arr in buffers:
+            if arr.nbytes:
+                f.write(memoryview(arr.reshape(-1)).cast("B"))
+
+    atomic_write(path, write)
+
+
+def _as_bytes(s):
+    return s.encode("utf-8") if isinstance(s, str) else bytes(s)
+
+
+def write_shard(prefix, shard, num_shards, tensors):
+    """Write one shard of checkpoint ``prefix``; returns its index entries (see write_index)."""
+    path = shard_filename(prefix, shard, num_shards)
+    write_safetensors(path, tensors)
+    return {"file": os.path.basename(path),
+            "tensors": {name: {"dtype": _dtypes.as_dtype(np.asarray(v).dtype).name,
+                               "shape": list(np.shape(v))}
+                        for name, v in tensors.items()}}
+
+
+def write_index(prefix, shard_entries):
+    """Commit checkpoint ``prefix``: write its index naming the shards described by
+    ``shard_entries`` (what write_shard returned), then delete stale shards of the prefix."""
+    shards, table = [], {}
+    for i, entry in enumerate(shard_entries):
+        shards.append(entry["file"])
+        for name, info in entry["tensors"].items():
+            if name in table:
+                raise errors.InvalidArgumentError(
+                    None, None, "Checkpoint %s: tensor %r is saved by two shards" % (prefix, name))
+            table[name] = {"dtype": info["dtype"], "shape": info["shape"], "shard": i, "key": name}
+    index = {"format": FORMAT, "version": VERSION, "shards": shards, "tensors": table}
+    data = json.dumps(index, indent=1, sort_keys=True).encode("utf-8")
+    atomic_write(prefix + INDEX_SUFFIX, lambda f: f.write(data))
+    keep = {os.path.join(os.path.dirname(prefix), s) for s in shards}
+    for path in glob.glob(glob.escape(prefix) + ".data-*"):
+        if path not in keep:  # earlier saves to this prefix, or temp files of crashed ones
+            _remove(path)
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def checkpoint_files(prefix):
+    """Every file that belongs to checkpoint ``prefix`` (index, shards, temp files)."""
+    base = glob.escape(prefix)
+    return sorted(glob.glob(base + ".data-*") + glob.glob(base + INDEX_SUFFIX + "*"))
+
+
+# -- reading -------------------------------------------------------------------------------------
+def _corrupt(path, what):
+    return errors.DataLossError(None, None, "Checkpoint file %s is corrupt or not a zps checkpoint: "
+                                "%s" % (path, what))
+
+
+class SafetensorsFile:
+    """A validated safetensors file: ``keys()``, ``dtype(key)``, ``shape(key)``, ``read(key)``."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self._size = os.path.getsize(path)
+            with open(path, "rb") as f:
+                head = f.read(8)
+                if len(head) < 8:
+                    raise _corrupt(path, "%d bytes, shorter than the 8-byte header length"
+                                   % len(head))
+                n = int.from_bytes(head, "little")
+                if n > MAX_HEADER_BYTES or 8 + n > self._size:
+                    raise _corrupt(path, "header length %d exceeds the file (%d bytes) or the "
+                                   "%d-byte limit" % (n, self._size, MAX_HEADER_BYTES))
+                raw = f.read(n)
+        except FileNotFoundError:
+            raise errors.NotFoundError(None, None, "Checkpoint shard %s not found" % path) from None
+        self._data_start = 8 + n
+        self._entries, self._strings, self.metadata = self._parse(raw)
+
+    def _parse(self, raw):
+        try:
+            header = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise _corrupt(self.path, "header is not JSON (%s)" % e) from None
+        if not isinstance(header, dict):
+            raise _corrupt(self.path, "header is not a JSON object")
+        metadata = header.pop("__metadata__", None) or {}
+        if not isinstance(metadata, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise _corrupt(self.path, "__metadata__ must map strings to strings")
+        entries, end = {}, 0
+        data_len = self._size - self._data_start
+        for key, info in sorted(header.items(), key=lambda kv: _begin(kv[1])):
+            if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+                raise _corrupt(self.path, "entry %r must have exactly dtype, shape, data_offsets"
+                               % key)
+            name = _ST_DTYPES.get(info["dtype"]) if isinstance(info["dtype"], str) else None
+            if name is None:
+                raise _corrupt(self.path, "tensor %r has unsupported dtype %r (supported: %s)"
+                               % (key, info["dtype"], ", ".join(sorted(_ST_DTYPES))))
+            shape = _check_shape(info["shape"], self.path, key)
+            offs = info["data_offsets"]
+            if not (isinstance(offs, list) and len(offs) == 2
+                    and all(type(o) is int for o in offs)):
+                raise _corrupt(self.path, "tensor %r: data_offsets must be two integers" % key)
+            begin, stop = offs
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(_LE[name]).itemsize
+            if begin != end or stop < begin or stop > data_len:
+                raise _corrupt(self.path, "tensor %r: data_offsets %s overlap, leave a gap or lie "
+                               "outside the %d data bytes" % (key, offs, data_len))
+            if stop - begin != nbytes:
+                raise _corrupt(self.path, "tensor %r: %d bytes for shape %s of %s (needs %d)"
+                               % (key, stop - begin, shape, name, nbytes))
+            entries[key] = (name, shape, begin)
+            end = stop
+        if end != data_len:
+            raise _corrupt(self.path, "%d trailing bytes after the last tensor" % (data_len - end))
+        strings = self._parse_strings(metadata.get(STRINGS_KEY), entries)
+        return entries, strings, metadata
+
+    def _parse_strings(self, text, entries):
+        if text is None:
+            return {}
+        try:
+            table = json.loads(text)
+        except ValueError as e:
+            raise _corrupt(self.path, "%s is not JSON (%s)" % (STRINGS_KEY, e)) from None
+        if not isinstance(table, dict):
+            raise _corrupt(self.path, "%s must be a JSON object" % STRINGS_KEY)
+        out = {}
+        for key, info in table.items():
+            if key in entries or not isinstance(info, dict) or set(info) != {"shape", "data"}:
+                raise _corrupt(self.path, "string tensor %r: bad or duplicate entry" % key)
+            shape = _check_shape(info["shape"], self.path, key)
+            data = info["data"]
+            if not isinstance(data, list) or len(data) != int(np.prod(shape, dtype=np.int64)):
+                raise _corrupt(self.path, "string tensor %r: element count does not match shape %s"
+                               % (key, shape))
+            out[key] = (shape, data)
+        return out
+
+    def keys(self):
+        return sorted(list(self._entries) + list(self._strings))
+
+    def dtype(self, key):
+        return "string" if key in self._strings else self._entry(key)[0]
+
+    def shape(self, key):
+        return list(self._strings[key][0] if key in self._strings else self._entry(key)[1])
+
+    def _entry(self, key):
+        try:
+            return self._entries[key]
+        except KeyError:
+            raise errors.NotFoundError(None, None, "Key %s not found in checkpoint shard %s"
+                                       % (key, self.path)) from None
+
+    def read(self, key):
+        """The tensor ``key`` as a fresh native-endian ndarray (strings: an object array of bytes)."""
+        if key in self._strings:
+            shape, data = self._strings[key]
+            try:
+                items = [base64.b64decode(s, validate=True) for s in data]
+            except (binascii.Error, TypeError, ValueError):
+                raise _corrupt(self.path, "string tensor %r holds invalid base64" % key) from None
+            out = np.empty(len(items), dtype=object)
+            out[:] = items
+            return out.reshape(shape)
+        name, shape, begin = self._entry(key)
+        arr = np.empty(shape, dtype=_LE[name])
+        with open(self.path, "rb") as f:
+            f.seek(self._data_start + begin)
+            if arr.nbytes and f.readinto(memoryview(arr.reshape(-1)).cast("B")) != arr.nbytes:
+                raise _corrupt(self.path, "tensor %r is truncated" % key)
+        if name == "bool" and arr.size and arr.view(np.uint8).max() > 1:
+            raise _corrupt(self.path, "bool tensor %r holds bytes other than 0 and 1" % key)
+        return arr.astype(_dtypes.as_dtype(name).as_numpy_dtype, copy=False)
+
+
+def _begin(info):
+    offs = info.get("data_offsets") if isinstance(info, dict) else None
+    return offs[0] if isinstance(offs, list) and offs and type(offs[0]) is int else -1
+
+
+def _check_shape(shape, path, key):
+    if not (isinstance(shape, list) and len(shape) <= MAX_RANK
+            and all(type(d) is int and 0 <= d < 2 ** 62 for d in shape)):
+        raise _corrupt(path, "tensor %r: shape %r is not a list of at most %d non-negative ints"
+                       % (key, shape, MAX_RANK))
+    return shape
+
+
+class CheckpointReader:
+    """Reads checkpoint ``prefix`` through its index (TF1's ``NewCheckpointReader``).
+
+    ``get_tensor(name)``, ``has_tensor(name)``, ``get_variable_to_shape_map()``,
+    ``get_variable_to_dtype_map()``, ``debug_string()``.
+    """
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        path = prefix + INDEX_SUFFIX
+        try:
+            size = os.path.getsize(path)
+            if size > MAX_INDEX_BYTES:
+                raise _corrupt(path, "%d bytes, over the %d-byte limit" % (size, MAX_INDEX_BYTES))
+            with open(path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            raise errors.NotFoundError(
+                None, None, "Unsuccessful TensorSliceReader constructor: Failed to find any "
+                "matching files for %s (no %s): is the checkpoint path right?" % (prefix, path)) \
+                from None
+        self._shards, self._tensors = _parse_index(raw, path)
+        self._open = {}
+
+    def _shard(self, i):
+        f = self._open.get(i)
+        if f is None:
+            f = self._open[i] = SafetensorsFile(
+                os.path.join(os.path.dirname(self.prefix), self._shards[i]))
+        return f
+
+    def has_tensor(self, name):
+        return name in self._tensors
+
+    def get_variable_to_shape_map(self):
+        return {k: list(v["shape"]) for k, v in self._tensors.items()}
+
+    def get_variable_to_dtype_map(self):
+        return {k: _dtypes.as_dtype(v["dtype"]) for k, v in self._tensors.items()}
+
+    def get_tensor(self, name):
+        """The saved value of ``name``; NotFoundError naming it if the checkpoint lacks it."""
+        info = self._tensors.get(name)
+        if info is None:
+            raise errors.NotFoundError(
+                None, None, "Key %s not found in checkpoint %s (it has: %s)"
+                % (name, self.prefix, _preview(sorted(self._tensors))))
+        if "slices" in info:
+            raise errors.UnimplementedError(
+                None, None, "Checkpoint %s stores %s as slices of a partitioned variable, which this "
+                "version of zps cannot read" % (self.prefix, name))
+        shard = self._shard(info["shard"])
+        key = info["key"]
+        if shard.dtype(key) != info["dtype"] or shard.shape(key) != info["shape"]:
+            raise _corrupt(shard.path, "tensor %r is %s%s in the shard but %s%s in the index"
+                           % (key, shard.dtype(key), shard.shape(key), info["dtype"],
+                              info["shape"]))
+        return shard.read(key)
+
+    def debug_string(self):
+        return "".join("%s (%s) %s\n" % (k, v["dtype"], v["shape"])
+                       for k, v in sorted(self._tensors.items())).encode()
+
+
+def _preview(names, limit=10):
+    text = ", ".join(names[:limit])
+    return text + (", ... (%d in all)" % len(names) if len(names) > limit else "")
+
+
+def _parse_index(raw, path):
+    try:
+        index = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise _corrupt(path, "index is not JSON (%s)" % e) from None
+    if not isinstance(index, dict) or index.get("format") != FORMAT:
+        raise _corrupt(path, "missing the %r format marker" % FORMAT)
+    if index.get("version") != VERSION:
+        raise errors.UnimplementedError(None, None, "Checkpoint index %s has version %r; this zps "
+                                        "reads version %d" % (path, index.get("version"), VERSION))
+    shards, tensors = index.get("shards"), index.get("tensors")
+    if not isinstance(shards, list) or not all(
+            isinstance(s, str) and s and os.path.basename(s) == s and s not in (".", "..")
+            for s in shards):
+        raise _corrupt(path, "shards must be a list of file names in the checkpoint's directory")
+    if not isinstance(tensors, dict):
+        raise _corrupt(path, "tensors must be a JSON object")
+    for name, info in tensors.items():
+        if not isinstance(info, dict) or info.get("dtype") not in _INDEX_DTYPES:
+            raise _corrupt(path, "tensor %r: bad entry or dtype" % name)
+        _check_shape(info.get("shape"), path, name)
+        if "slices" in info:
+            continue  # partitioned variables: reserved for a later version (see module doc)
+        shard, key = info.get("shard"), info.get("key")
+        if type(shard) is not int or not 0 <= shard < len(shards) or not isinstance(key, str):
+            raise _corrupt(path, "tensor %r: shard %r / key %r do not name a listed shard"
+                           % (name, shard, key))
+    return shards, tensors
+
+
+__all__ = []

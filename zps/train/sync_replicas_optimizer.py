@@ -1,0 +1,205 @@
+"""``SyncReplicasOptimizer``: synchronous between-graph training with TF1's exact semantics.
+
+Each replica pushes its gradients into one accumulator per variable (on the variable's ps) and
+then waits for a token. The chief's queue runner takes the average of ``replicas_to_aggregate``
+gradients from every accumulator (stale ones, computed from an older global step, are dropped),
+applies them, increments the global step and puts one token per replica into the token queue;
+the replicas take a token (the new global step) and start the next step. With
+``total_num_replicas > replicas_to_aggregate`` the extra replicas are backups: the slowest ones'
+gradients arrive stale and are dropped, so a missing replica does not stop training.
+
+>>> import zps as tf
+>>> opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+...                                      replicas_to_aggregate=2, total_num_replicas=2)
+"""
+
+import logging
+
+from zps.framework import dtypes
+from zps.framework.graph import GraphKeys, IndexedSlices, Tensor, get_default_graph
+from zps.ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
+from zps.train import queue_runner, session_run_hook
+from zps.train.optimizer import Optimizer
+
+log = logging.getLogger("zps.train")
+
+
+class SyncReplicasOptimizer(Optimizer):
+    """Aggregate gradients of several replicas and apply them together (TF1 semantics)."""
+
+    def __init__(self, opt, replicas_to_aggregate, total_num_replicas=None,
+                 variable_averages=None, variables_to_average=None, use_locking=False,
+                 name="sync_replicas"):
+        if total_num_replicas is None:
+            total_num_replicas = replicas_to_aggregate
+        super().__init__(use_locking, name)
+        log.info("SyncReplicas: replicas_to_aggregate=%s; total_num_replicas=%s",
+                 replicas_to_aggregate, total_num_replicas)
+        self._opt = opt
+        self._replicas_to_aggregate = replicas_to_aggregate
+        self._total_num_replicas = total_num_replicas
+        self._tokens_per_step = max(total_num_replicas, replicas_to_aggregate)
+        self._variable_averages = variable_averages
+        self._variables_to_average = variables_to_average
+        self._gradients_applied = False
+        self._global_step = None
+        self._sync_token_queue = None
+        self._chief_queue_runner = None
+        self._accumulator_list = []
+
+    def compute_gradients(self, *args, **kwargs):
+        """The wrapped optimizer's gradients (clip them per replica here if needed)."""
+        return self._opt.compute_gradients(*args, **kwargs)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        """Push gradients to the accumulators; returns the op that waits for the next token."""
+        grads_and_vars = list(grads_and_vars)
+        if not grads_and_vars:
+            raise ValueError("Must supply at least one variable")
+        if global_step is None:
+            raise ValueError("Global step is required to check staleness: pass "
+                             "global_step=tf.train.get_or_create_global_step()")
+        self._global_step = global_step
+        graph = get_default_graph()
+        train_ops, aggregated, var_list = [], [], []
+
+        # The local step lives on this replica's worker (where unplaced ops go).
+        local_anchor = control_flow_ops.no_op()
+        with graph.colocate_with(local_anchor):
+            self._local_step = variables.Variable(
+                0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
+                dtype=global_step.dtype.base_dtype, name="sync_rep_local_step")
+        self.local_step_init_op = state_ops.assign(self._local_step, global_step)
+        chief_init_ops = [self.local_step_init_op]
+        self.ready_for_local_init_op = variables.report_uninitialized_variables(
+            variables.global_variables())
+
+        with graph.name_scope(self._name):
+            for grad, var in grads_and_vars:
+                var_list.append(var)
+                with graph.device(var.device):
+                    if grad is None:
+                        aggregated.append(None)
+                        continue
+                    if isinstance(grad, Tensor):
+                        accum = data_flow_ops.ConditionalAccumulator(
+                            grad.dtype, shape=var.get_shape(),
+                            shared_name=var.name + "/grad_accum")
+                        train_ops.append(accum.apply_grad(grad, local_step=self._local_step))
+                        aggregated.append(accum.take_grad(self._replicas_to_aggregate))
+                    elif isinstance(grad, IndexedSlices):
+                        accum = data_flow_ops.SparseConditionalAccumulator(
+                            grad.dtype, shape=(), shared_name=var.name + "/grad_accum")
+                        train_ops.append(accum.apply_indexed_slices_grad(
+                            grad, local_step=self._local_step))
+                        aggregated.append(accum.take_indexed_slices_grad(
+                            self._replicas_to_aggregate))
+                    else:
+                        raise ValueError("Unknown gradient type %r for variable %s"
+                                         % (type(grad).__name__, var.name))
+                    self._accumulator_list.append((accum, var.device))
+
+            with graph.device(global_step.device), graph.name_scope(None):
+                update_op = self._opt.apply_gradients(list(zip(aggregated, var_list)),
+                                                      global_step)
+                self._sync_token_queue = data_flow_ops.FIFOQueue(
+                    -1, global_step.dtype.base_dtype, shapes=(), name="sync_token_q",
+                    shared_name="sync_token_q")
+                # The chief's queue runner needs a queue of its own: closing the token queue on
+                # a ps would not be undone when the chief restarts.
+                dummy_queue = data_flow_ops.FIFOQueue(1, dtypes.int32, shapes=(),
+                                                      name="dummy_queue", shared_name="dummy_queue")
+                with graph.control_dependencies(train_ops):
+                    token = self._sync_token_queue.dequeue()
+                train_op = state_ops.assign(self._local_step, token)
+                with graph.control_dependencies([update_op]):
+                    tokens = array_ops.fill([self._tokens_per_step], global_step)
+                    sync_op = self._sync_token_queue.enqueue_many((tokens,))
+                if self._variable_averages is not None:
+                    with graph.control_dependencies([sync_op]):
+                        sync_op = self._variable_averages.apply(self._variables_to_average)
+                self._chief_queue_runner = queue_runner.QueueRunner(dummy_queue, [sync_op])
+            for accum, device in self._accumulator_list:
+                with graph.device(device):
+                    chief_init_ops.append(accum.set_global_step(global_step, name="SetGlobalStep"))
+            self.chief_init_op = control_flow_ops.group(*chief_init_ops)
+            self._gradients_applied = True
+            return train_op
+
+    def get_chief_queue_runner(self):
+        """The QueueRunner the chief runs: aggregate, apply, increment, hand out tokens."""
+        self._check_applied("get_chief_queue_runner()")
+        return self._chief_queue_runner
+
+    def get_init_tokens_op(self, num_tokens=-1):
+        """The op that puts the first tokens in the queue (run once by the chief)."""
+        self._check_applied("get_init_tokens_op()")
+        needed = self._replicas_to_aggregate - self._total_num_replicas
+        if num_tokens == -1:
+            num_tokens = self._replicas_to_aggregate
+        elif num_tokens < needed:
+            raise ValueError("Too few tokens to finish the first step: %d (given) vs %d (needed)"
+                             % (num_tokens, needed))
+        graph = get_default_graph()
+        if num_tokens <= 0:
+            return control_flow_ops.no_op(name="no_init_tokens")
+        with graph.device(self._global_step.device), graph.name_scope(None):
+            tokens = array_ops.fill([num_tokens], self._global_step)
+            return self._sync_token_queue.enqueue_many((tokens,))
+
+    def make_session_run_hook(self, is_chief, num_tokens=-1):
+        """The hook that initializes local steps and starts the chief's queue runner."""
+        return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
+
+    def get_slot(self, *args, **kwargs):
+        return self._opt.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs):
+        return self._opt.get_slot_names(*args, **kwargs)
+
+    def variables(self):
+        return self._opt.variables()
+
+    def _check_applied(self, what):
+        if not self._gradients_applied:
+            raise ValueError("%s should be called after apply_gradients() (or minimize())" % what)
+
+
+class _SyncReplicasOptimizerHook(session_run_hook.SessionRunHook):
+    """Runs the optimizer's local init ops; on the chief, the init tokens and queue runner."""
+
+    def __init__(self, sync_optimizer, is_chief, num_tokens):
+        self._opt = sync_optimizer
+        self._is_chief = is_chief
+        self._num_tokens = num_tokens
+
+    def begin(self):
+        opt = self._opt
+        if not opt._gradients_applied:
+            raise ValueError("SyncReplicasOptimizer.apply_gradients should be called before "
+                             "using the hook.")
+        self._ready_for_local_init_op = opt.ready_for_local_init_op
+        if self._is_chief:
+            self._local_init_op = opt.chief_init_op
+            self._q_runner = opt.get_chief_queue_runner()
+            self._init_tokens_op = opt.get_init_tokens_op(self._num_tokens)
+        else:
+            self._local_init_op = opt.local_step_init_op
+            self._q_runner = None
+            self._init_tokens_op = None
+
+    def after_create_session(self, session, coord):
+        not_ready = session.run(self._ready_for_local_init_op)
+        if len(not_ready):
+            raise RuntimeError(
+                "Init operations did not make model ready for SyncReplicasOptimizer local_init "
+                "(op %s): variables not initialized: %s"
+                % (self._local_init_op.name, ", ".join(v.decode() for v in not_ready)))
+        session.run(self._local_init_op)
+        if self._init_tokens_op is not None:
+            session.run(self._init_tokens_op)
+        if self._q_runner is not None:
+            self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
+
+
+__all__ = ["SyncReplicasOptimizer"]
