@@ -6,19 +6,13 @@ import numpy as np
 import pytest
 
 import zps as tf
-from zps.testing.cluster import free_ports
+from zps.testing.cluster import InProcessCluster, free_ports
 
 
 @pytest.fixture
 def cluster():
-    ports = iter(free_ports(3))
-    spec = {"ps": ["127.0.0.1:%d" % next(ports) for _ in range(2)],
-            "worker": ["127.0.0.1:%d" % next(ports)]}
-    servers = {(job, i): tf.train.Server(spec, job_name=job, task_index=i)
-               for job in spec for i in range(len(spec[job]))}
-    yield servers
-    for s in servers.values():
-        s.stop()
+    with InProcessCluster({"ps": 2, "worker": 1}) as c:
+        yield c
 
 
 def _placement_model(devices):

@@ -13,7 +13,7 @@ from zps.ops.data_flow_ops import (
     FIFOQueue,
     SparseConditionalAccumulator,
 )
-from zps.testing.cluster import free_ports
+from zps.testing.cluster import InProcessCluster
 
 WAIT = 10.0  # every wait in these tests ends after this many seconds at most
 
@@ -309,12 +309,8 @@ def test_shared_name_shares_one_queue_and_mismatch_is_an_error():
 
 @pytest.fixture
 def cluster():
-    ports = iter(free_ports(2))
-    spec = {"ps": ["127.0.0.1:%d" % next(ports)], "worker": ["127.0.0.1:%d" % next(ports)]}
-    servers = {job: tf.train.Server(spec, job_name=job, task_index=0) for job in spec}
-    yield servers
-    for s in servers.values():
-        s.stop()
+    with InProcessCluster({"ps": 1, "worker": 1}) as c:
+        yield c
 
 
 def test_queue_on_ps_shared_by_two_worker_sessions(cluster):
@@ -327,7 +323,7 @@ def test_queue_on_ps_shared_by_two_worker_sessions(cluster):
             a, b = q.dequeue()
             total = a + 1.0   # computed on the worker from the ps's dequeue
         assert enq.device.startswith("/job:ps")   # the queue's ops run where the queue lives
-        target = cluster["worker"].target
+        target = cluster[("worker", 0)].target
         with tf.Session(target) as s1, tf.Session(target) as s2:
             t, box = _in_thread(lambda: s1.run([total, b]))
             time.sleep(0.1)
@@ -338,7 +334,7 @@ def test_queue_on_ps_shared_by_two_worker_sessions(cluster):
             np.testing.assert_allclose(got["value"][0], [3.0, 5.0])
             assert got["value"][1] == 7
             assert s2.run(q.size()) == 0
-            assert "work_q" in [k[1] for k in cluster["ps"].resources.resources("queue")]
+            assert "work_q" in [k[1] for k in cluster[("ps", 0)].resources.resources("queue")]
 
 
 def test_server_stop_cancels_a_blocked_dequeue(cluster):
@@ -346,10 +342,10 @@ def test_server_stop_cancels_a_blocked_dequeue(cluster):
         with tf.device("/job:worker/task:0"):
             q = FIFOQueue(2, tf.float32, shapes=[])
             deq = q.dequeue()
-        sess = tf.Session(cluster["worker"].target)
+        sess = tf.Session(cluster[("worker", 0)].target)
         t, box = _in_thread(lambda: sess.run(deq))
-        _wait_until_waiting(cluster["worker"].resources)
-        cluster["worker"].stop()
+        _wait_until_waiting(cluster[("worker", 0)].resources)
+        cluster[("worker", 0)].stop()
         assert isinstance(_finish(t, box)["error"], errors.CancelledError)
 
 
@@ -362,7 +358,7 @@ def test_aborted_step_withdraws_its_dequeue(cluster):
             bad = tf.placeholder(tf.float32, [None])
             y = q.dequeue() + tf.reduce_sum(tf.reshape(bad, [2, 2]))
             enq = q.enqueue(1.0)
-        with tf.Session(cluster["worker"].target) as sess:
+        with tf.Session(cluster[("worker", 0)].target) as sess:
             with pytest.raises(errors.InvalidArgumentError):
                 sess.run(y, {bad: [1.0, 2.0, 3.0]})
             sess.run(enq)
@@ -466,7 +462,7 @@ def test_accumulator_on_ps_with_two_worker_sessions(cluster):
             g = tf.placeholder(tf.float32, [3])
             apply = acc.apply_grad(g * 1.0, local_step=0)
             take = acc.take_grad(2)
-        target = cluster["worker"].target
+        target = cluster[("worker", 0)].target
         with tf.Session(target) as s1, tf.Session(target) as s2:
             t, box = _in_thread(lambda: s1.run(take))
             s1.run(apply, {g: [1.0, 2.0, 3.0]})

@@ -8,7 +8,7 @@ import pytest
 
 import zps as tf
 from zps.contrib import training as contrib_training
-from zps.testing.cluster import free_ports
+from zps.testing.cluster import InProcessCluster
 from zps.train.device_setter import (
     STANDARD_PS_OPS,
     GreedyLoadBalancingStrategy,
@@ -398,18 +398,12 @@ def test_greedy_with_unknown_shape_variable_raises_at_build_time():
 # -- end to end on an in-process cluster ----------------------------------------------------------
 @pytest.fixture
 def cluster():
-    ports = iter(free_ports(3))
-    spec = {"ps": ["127.0.0.1:%d" % next(ports) for _ in range(2)],
-            "worker": ["127.0.0.1:%d" % next(ports)]}
-    servers = {(job, i): tf.train.Server(spec, job_name=job, task_index=i)
-               for job in spec for i in range(len(spec[job]))}
-    yield spec, servers
-    for s in servers.values():
-        s.stop()
+    with InProcessCluster({"ps": 2, "worker": 1}) as c:
+        yield c
 
 
 def test_adagrad_trains_with_variables_on_the_ps_servers(cluster):
-    spec, servers = cluster
+    spec, servers = cluster.spec, cluster.servers
     rng = np.random.default_rng(3)
     x_val = rng.standard_normal((32, 4)).astype(np.float32)
     y_val = (x_val @ rng.standard_normal((4, 1)) + 0.5).astype(np.float32)

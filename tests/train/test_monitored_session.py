@@ -10,7 +10,7 @@ import pytest
 
 import zps as tf
 from zps.ops.data_flow_ops import FIFOQueue
-from zps.testing.cluster import free_ports
+from zps.testing.cluster import InProcessCluster
 from zps.train import basic_session_run_hooks as hooks
 from zps.train import monitored_session as ms
 from zps.train.queue_runner import QueueRunner, add_queue_runner
@@ -309,14 +309,8 @@ def test_close_is_prompt_with_a_thread_blocked_in_a_step():
 # -- chief and non-chief on an in-process cluster ------------------------------------------------
 @pytest.fixture
 def cluster():
-    ports = iter(free_ports(3))
-    spec = {"ps": ["127.0.0.1:%d" % next(ports)],
-            "worker": ["127.0.0.1:%d" % next(ports) for _ in range(2)]}
-    servers = {(job, i): tf.train.Server(spec, job_name=job, task_index=i)
-               for job in spec for i in range(len(spec[job]))}
-    yield servers
-    for s in servers.values():
-        s.stop()
+    with InProcessCluster({"ps": 1, "worker": 2}) as c:
+        yield c
 
 
 def _ps_model(initial):

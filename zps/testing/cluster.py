@@ -123,3 +123,43 @@ def _serve(argv=None):
 
 if __name__ == "__main__":
     _serve()
+
+
+class InProcessCluster:
+    """Every task of a cluster as a ``tf.train.Server`` in this process (fast distributed tests).
+
+    ``cluster[("ps", 0)]`` is a task's Server; ``cluster.spec`` the cluster spec. All servers are
+    stopped on exit.
+    """
+
+    def __init__(self, jobs, host="127.0.0.1"):
+        import zps as tf
+        ports = iter(free_ports(sum(jobs.values()), host))
+        self.spec = {job: ["%s:%d" % (host, next(ports)) for _ in range(n)]
+                     for job, n in jobs.items()}
+        self.servers = {}
+        try:
+            for job, addresses in self.spec.items():
+                for i in range(len(addresses)):
+                    self.servers[(job, i)] = tf.train.Server(self.spec, job_name=job, task_index=i)
+        except BaseException:
+            self.stop()
+            raise
+
+    def __getitem__(self, task):
+        return self.servers[task]
+
+    def target(self, job, index):
+        return self.servers[(job, index)].target
+
+    def stop(self):
+        for server in self.servers.values():
+            server.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+

@@ -178,23 +178,31 @@ class SessionCreator:
         raise NotImplementedError("create_session is not implemented for %s." % self)
 
 
-class ChiefSessionCreator(SessionCreator):
-    """Creates the chief's session: restores the latest checkpoint of ``checkpoint_dir``, or
-    initializes the model."""
+class _ScaffoldSessionCreator(SessionCreator):
+    """What the chief's and the workers' creators share: a scaffold, a master, a config, and one
+    SessionManager made from the finalized scaffold."""
 
-    def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None,
-                 checkpoint_filename_with_path=None):
-        self._checkpoint_dir = checkpoint_dir
-        self._checkpoint_filename_with_path = checkpoint_filename_with_path
+    def __init__(self, scaffold, master, config):
         self._scaffold = scaffold or Scaffold()
-        self._session_manager = None
         self._master = master
         self._config = config
+        self._session_manager = None
 
     def _get_session_manager(self):
         if self._session_manager is None:
             self._session_manager = _session_manager_for(self._scaffold)
         return self._session_manager
+
+
+class ChiefSessionCreator(_ScaffoldSessionCreator):
+    """Creates the chief's session: restores the latest checkpoint of ``checkpoint_dir``, or
+    initializes the model."""
+
+    def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None,
+                 checkpoint_filename_with_path=None):
+        super().__init__(scaffold, master, config)
+        self._checkpoint_dir = checkpoint_dir
+        self._checkpoint_filename_with_path = checkpoint_filename_with_path
 
     def create_session(self):
         self._scaffold.finalize()
@@ -205,21 +213,13 @@ class ChiefSessionCreator(SessionCreator):
             init_feed_dict=self._scaffold.init_feed_dict, init_fn=self._scaffold.init_fn)
 
 
-class WorkerSessionCreator(SessionCreator):
+class WorkerSessionCreator(_ScaffoldSessionCreator):
     """Creates a non-chief's session: waits (at most ``max_wait_secs``) until the chief has
     initialized or restored the model; never initializes it."""
 
     def __init__(self, scaffold=None, master="", config=None, max_wait_secs=30 * 60):
-        self._scaffold = scaffold or Scaffold()
-        self._session_manager = None
-        self._master = master
-        self._config = config
+        super().__init__(scaffold, master, config)
         self._max_wait_secs = max_wait_secs
-
-    def _get_session_manager(self):
-        if self._session_manager is None:
-            self._session_manager = _session_manager_for(self._scaffold)
-        return self._session_manager
 
     def create_session(self):
         self._scaffold.finalize()
