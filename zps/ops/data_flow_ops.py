@@ -24,7 +24,6 @@ closes. No thread ever blocks inside a kernel.
 """
 
 import collections
-import itertools
 import logging
 import threading
 
@@ -40,7 +39,6 @@ from zps.ops import math_ops
 from zps.ops.op_util import make_op
 
 _logger = logging.getLogger(__name__)
-_watch_ids = itertools.count()
 
 
 # -- attempts and cancellation ------------------------------------------------------------------
@@ -60,21 +58,9 @@ class _Attempt:
 
 
 def _watch_step(ctx, cancel):
-    """Call ``cancel(error)`` if the step of ``ctx`` is cancelled while an attempt waits.
-
-    Returns a function that stops watching. Steps are cancelled through ``ctx.on_cancel`` (step
-    abort, session close, server stop). A context without it (an older runtime) may still abort
-    through its task's rendezvous, which fails every receive the step waits on: a receive that
-    nothing ever sends is then the hook.
-    """
-    on_cancel = getattr(ctx, "on_cancel", None)
-    if on_cancel is not None:
-        return on_cancel(cancel)
-    recv = ctx.extras.get("recv")
-    if recv is not None:
-        recv(None, "_zps_cancel/%d" % next(_watch_ids),
-             lambda v: cancel(v) if isinstance(v, BaseException) else None)
-    return None
+    """Call ``cancel(error)`` if the step of ``ctx`` is cancelled (step abort, session close,
+    server stop) while an attempt waits; returns the function that stops watching."""
+    return ctx.on_cancel(cancel)
 
 
 class _BlockingResource:
