@@ -19,7 +19,9 @@ Apart from the import and the model, this is the seed's program line for line.
 """
 
 import argparse
+import logging
 import sys
+import time
 
 import numpy as np
 
@@ -85,13 +87,17 @@ def main(_):
         if FLAGS.sync:
             hooks.append(opt.make_session_run_hook(is_chief))
         rng = np.random.default_rng(FLAGS.task_index)
+        # zps addition: checkpoint every N steps instead of every 600 s.
+        checkpoint_every = ({} if FLAGS.save_checkpoint_steps is None
+                            else {"save_checkpoint_steps": FLAGS.save_checkpoint_steps})
         # The MonitoredTrainingSession takes care of session initialization,
         # restoring from a checkpoint, saving to a checkpoint, and closing when done
         # or an error occurs.
         with tf.train.MonitoredTrainingSession(master=server.target,
                                                is_chief=is_chief,
                                                checkpoint_dir=FLAGS.checkpoint_dir,
-                                               hooks=hooks) as mon_sess:
+                                               hooks=hooks, **checkpoint_every) as mon_sess:
+            print("worker %d: session ready at %.3f" % (FLAGS.task_index, time.time()), flush=True)
             step = 0
             while not mon_sess.should_stop():
                 # Run a training step asynchronously.
@@ -134,7 +140,13 @@ if __name__ == "__main__":
     parser.add_argument("--checkpoint_dir", type=str, default="/tmp/train_logs")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=0.1)
+    parser.add_argument("--save_checkpoint_steps", type=int, default=None,
+                        help="the chief checkpoints every N global steps (default: every 600 s)")
     parser.add_argument("--min_accuracy", type=float, default=0.0,
                         help="exit 1 if the chief's held-out accuracy is below this")
     FLAGS, unparsed = parser.parse_known_args()
+    # Show what the sessions do (waiting for the chief, restoring, recovering), with times.
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")
     tf.app.run(main=main, argv=[sys.argv[0]] + unparsed)

@@ -275,3 +275,36 @@ def test_kernels_follow_ieee_semantics_without_warnings():
             out = sess.run(y, {x: [0.0, 1.0, -1.0]})
     assert np.isneginf(out[0]) or np.isnan(out[0])
     assert out[1] == 1.0 and np.isnan(out[2])
+
+
+def test_constant_inside_control_dependencies_waits_for_them():
+    """A constant made in a control_dependencies block carries the control inputs, so an op that
+    reads only that constant waits too: here an update behind an empty queue's dequeue must not
+    happen (it did when constants were folded into the value table with their controls lost)."""
+    import threading
+    import time
+
+    import zps as tf
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(1, tf.float32, shapes=[])
+        v = tf.Variable(0.0)
+        with tf.control_dependencies([q.dequeue()]):
+            inc = tf.assign_add(v, 1.0)
+        sess = tf.Session()
+        sess.run(v.initializer)
+        t = threading.Thread(target=lambda: _run_ignoring_cancel(sess, inc.op), daemon=True)
+        t.start()
+        time.sleep(0.3)
+        assert sess.run(v) == 0.0   # still waiting for the dequeue: no increment yet
+        sess.run(q.enqueue(5.0))
+        t.join(10)
+        assert not t.is_alive() and sess.run(v) == 1.0
+        sess.close()
+
+
+def _run_ignoring_cancel(sess, op):
+    import zps as tf
+    try:
+        sess.run(op)
+    except tf.errors.CancelledError:
+        pass

@@ -12,6 +12,7 @@ import threading
 
 from zps.distributed.partition import partition
 from zps.framework import errors
+from zps.framework.device import DeviceSpec
 from zps.runtime.plan_cache import PlanCache
 from zps.transport import endpoint
 
@@ -34,6 +35,57 @@ def to_op_error(exc, task=None, address=None):
     if isinstance(exc, endpoint.TransportError):
         return errors.UnavailableError(None, None, "cannot reach %s: %s" % (where, exc))
     return errors.InternalError(None, None, "%s: %s: %s" % (where, type(exc).__name__, exc))
+
+
+def device_filters(config):
+    """``config.device_filters`` parsed as DeviceSpecs (``[]``: no filtering).
+
+    TF1's semantics: a session sees only the devices matching some filter (a partial device name
+    such as ``"/job:ps"`` or ``"/job:worker/task:1"``; a field matches when either side leaves it
+    unset), plus its master's own task, which is always included. zps filters whole tasks, so a
+    filter's device type and index are not compared.
+    """
+    filters = []
+    for f in getattr(config, "device_filters", None) or ():
+        try:
+            filters.append(DeviceSpec.from_string(f))
+        except (TypeError, ValueError) as e:
+            raise errors.InvalidArgumentError(
+                None, None, "Invalid device filter %r in ConfigProto.device_filters: %s. A filter "
+                "is a (partial) device name such as '/job:ps' or '/job:worker/task:1'." % (f, e)) from None
+    return filters
+
+
+def task_matches_filters(task, filters):
+    """Whether ``task`` (a partition Task) is seen by a session with ``filters`` (parsed)."""
+    if not filters:
+        return True
+    return any((f.job is None or f.job == task.job) and (f.replica is None or f.replica == 0)
+               and (f.task is None or f.task == task.index) for f in filters)
+
+
+def _check_device_filters(parts, filters, own_task, config, fetches, targets):
+    """Refuse a step that places an op on a task the session's device filters exclude (before
+    any task is contacted), naming the op (a fetched one when there is one), its device and the
+    filters."""
+    if not filters:
+        return
+    wanted = {t.op for t in fetches} | set(targets)
+    for task, part in parts.items():
+        if task == own_task or task_matches_filters(task, filters):
+            continue
+        ops = list(part.mapped_ops)
+        op = next((o for o in ops if o in wanted), None) or \
+            next((o for o in ops if o.type != "Const"), None) or (ops[0] if ops else None)
+        name = op.name if op is not None else "?"
+        device = op.device if op is not None and op.device else str(task)
+        others = " (and %d other op(s) of the step)" % (len(ops) - 1) if len(ops) > 1 else ""
+        raise errors.InvalidArgumentError(
+            name, op, "Cannot run op '%s'%s on device '%s' (task %s): the session's "
+            "ConfigProto.device_filters %s exclude that task, so the session does not see it. "
+            "Place the op on a task matching the filters, or add a filter for %s."
+            % (name, others, device, task, list(config.device_filters),
+               "/job:%s/task:%d" % task))
 
 
 class _TaskPart:
@@ -73,13 +125,16 @@ class _Step:
 class StepPlan:
     """The partitioned, registered form of one (feeds, fetches, targets) of a session."""
 
-    def __init__(self, server, feeds, fetches, targets, peer_timeout):
+    def __init__(self, server, feeds, fetches, targets, peer_timeout, config=None):
+        """``config``: the session's ConfigProto (its ``device_filters`` are honoured) or None."""
         self._server = server
         self._peer_timeout = peer_timeout
         self._n_fetches = len(fetches)
         fed = {t: i for i, t in enumerate(feeds)}
         self._fed_fetches = [(i, fed[t]) for i, t in enumerate(fetches) if t in fed]
         parts = partition(feeds, fetches, targets, server.task, server.cluster_tasks())
+        _check_device_filters(parts, device_filters(config), server.task, config, fetches,
+                              targets)
         self._parts = [_TaskPart(task, server.address_of(task), p) for task, p in parts.items()]
         self._lock = threading.Lock()
         self._running = set()
@@ -199,17 +254,19 @@ class MasterSession:
         self._server = server
         self._graph = graph
         self._config = config
+        self._filters = device_filters(config)   # an invalid filter fails at session creation
         ms = getattr(config, "operation_timeout_in_ms", 0) or 0
         self._peer_timeout = ms / 1000.0 if ms > 0 else None
         self._plans = PlanCache(graph, lambda feeds, fetches, targets: StepPlan(
-            server, feeds, fetches, targets, self._peer_timeout))
+            server, feeds, fetches, targets, self._peer_timeout, config))
         self.resources = server.resources
 
     def run(self, feeds, feed_values, fetches, targets, options=None, run_metadata=None):
         return self._plans.get(feeds, fetches, targets).run(feed_values)
 
     def list_devices(self):
-        return [str(t) + "/device:CPU:0" for t in self._server.cluster_tasks()]
+        return [str(t) + "/device:CPU:0" for t in self._server.cluster_tasks()
+                if t == self._server.task or task_matches_filters(t, self._filters)]
 
     def close(self):
         closed = errors.CancelledError(None, None, "Session closed while the step was running")

@@ -15,6 +15,7 @@ import concurrent.futures
 import logging
 import random
 import threading
+import types
 
 from zps.distributed.cluster_spec import ClusterSpec
 from zps.distributed.master import MasterSession, StepPlan
@@ -280,8 +281,12 @@ class Server:
         except (KeyError, ValueError, TypeError) as e:
             raise errors.InvalidArgumentError(None, None, "bad RegisterPlan request: %s" % e) from None
         timeout = body.get("peer_timeout")
+        filters = body.get("device_filters") or []
+        if not (isinstance(filters, list) and all(isinstance(f, str) for f in filters)):
+            raise errors.InvalidArgumentError(None, None, "device_filters must be a list of strings")
         plan = StepPlan(self, feeds, fetches, targets,
-                        timeout if isinstance(timeout, int | float) else None)
+                        timeout if isinstance(timeout, int | float) else None,
+                        config=types.SimpleNamespace(device_filters=filters))
         handle = next(self._plan_ids)
         self._plans[handle] = plan
         return {"handle": handle}, ()

@@ -39,6 +39,7 @@ class RemoteMasterRunner:
         self._graph = graph
         ms = getattr(config, "operation_timeout_in_ms", 0) or 0
         self._peer_timeout = ms / 1000.0 if ms > 0 else None
+        self._device_filters = [str(f) for f in (getattr(config, "device_filters", None) or [])]
         self._transport = endpoint.default_transport()
         self._plans = PlanCache(graph, self._register)
 
@@ -56,7 +57,8 @@ class RemoteMasterRunner:
         feeds_spec = [[t.name, t.dtype.name, _shape(t)] for t in feeds]
         body = {"graph": self._graph.as_graph_def(ops=ops), "feeds": feeds_spec,
                 "fetches": [t.name for t in fetches],
-                "targets": [op.name for op in targets], "peer_timeout": self._peer_timeout}
+                "targets": [op.name for op in targets], "peer_timeout": self._peer_timeout,
+                "device_filters": self._device_filters}
         return self._request("RegisterPlan", body).body["handle"]
 
     def _request(self, method, body, tensors=()):

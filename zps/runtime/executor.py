@@ -153,7 +153,7 @@ class Plan:
             slot(t)
         steps = []
         for op in self.ops:
-            if op.type == "Const" and op.outputs[0] not in fed:
+            if _foldable(op, fed):
                 slot(op.outputs[0])
                 continue
             opdef = op.op_def
@@ -164,7 +164,7 @@ class Plan:
                                opdef.is_async))
         template = [None] * (len(slots) + 1)
         for t, s in slots.items():
-            if t.op.type == "Const" and t not in fed:
+            if _foldable(t.op, fed):
                 template[s] = t.op._attrs["value"]
         self._template = template
         self._steps = steps
@@ -318,6 +318,12 @@ def op_error(exc, op):
                                     % (type(exc).__name__, exc))
     return cls(op.name, op, "%s (op %s of type %s): %s: %s"
                % ("Failed to run op", op.name, op.type, type(exc).__name__, exc))
+
+
+def _foldable(op, fed):
+    """A constant is put in the value table once, unless it must wait for control inputs
+    (then it is a step like any other, so ops that read it wait too)."""
+    return op.type == "Const" and not op._control_inputs and op._outputs[0] not in fed
 
 
 def _bind_kernel(op, backend):

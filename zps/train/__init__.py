@@ -2,6 +2,7 @@
 
 from zps.distributed.cluster_spec import ClusterSpec  # noqa: F401
 from zps.distributed.server import Server  # noqa: F401
+from zps.summary import FileWriterCache as SummaryWriterCache  # noqa: F401 - TF1's tf.train name
 from zps.train.adagrad import *  # noqa: F403
 from zps.train.adam import *  # noqa: F403
 from zps.train.basic_session_run_hooks import *  # noqa: F403
@@ -18,5 +19,6 @@ from zps.train.rmsprop import *  # noqa: F403
 from zps.train.saver import *  # noqa: F403
 from zps.train.session_manager import *  # noqa: F403
 from zps.train.session_run_hook import *  # noqa: F403
+from zps.train.summary_hook import *  # noqa: F403
 from zps.train.sync_replicas_optimizer import *  # noqa: F403
 from zps.train.training_util import *  # noqa: F403

@@ -19,17 +19,20 @@ closing does not wait ``stop_grace_period_secs`` for threads blocked in a step: 
 closed (cancelling those steps) before the threads are joined.
 """
 
+import importlib.util
 import inspect
 import logging
 import time
 
 from zps.framework import errors
 from zps.framework.graph import GraphKeys, get_default_graph
+from zps.ops import summary_ops
 from zps.train import basic_session_run_hooks as hooks_lib
 from zps.train import queue_runner
 from zps.train.coordinator import Coordinator
 from zps.train.session_manager import SessionManager
 from zps.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from zps.train.summary_hook import SummarySaverHook
 
 _logger = logging.getLogger("zps.train")
 
@@ -150,8 +153,7 @@ _TABLE_INITIALIZERS = getattr(GraphKeys, "TABLE_INITIALIZERS", "table_initialize
 
 
 def _merge_all_summaries():
-    # TODO: tf.summary.merge_all() once summary ops exist; until then there is no summary op.
-    return None
+    return summary_ops.merge_all()
 
 
 def _get_saver_or_default():
@@ -437,8 +439,16 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,  # n
         if log_step_count_steps and log_step_count_steps > 0:
             all_hooks.append(hooks_lib.StepCounterHook(output_dir=summary_dir,
                                                        every_n_steps=log_step_count_steps))
-        # TODO: SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
-        # save_secs=save_summaries_secs, output_dir=summary_dir) once summaries exist.
+        if ((save_summaries_steps and save_summaries_steps > 0)
+                or (save_summaries_secs and save_summaries_secs > 0)):
+            # Event files need the optional writer (zps[summary]); training never needs it.
+            if importlib.util.find_spec("tensorboardX") is not None:
+                all_hooks.append(SummarySaverHook(
+                    scaffold=scaffold, save_steps=save_summaries_steps,
+                    save_secs=save_summaries_secs, output_dir=summary_dir))
+            elif summary_ops.merge_all() is not None:
+                _logger.warning("Summaries are defined but not written: install the event writer "
+                            "with `pip install \"zps[summary]\"`.")
     if checkpoint_dir and ((save_checkpoint_secs and save_checkpoint_secs > 0)
                            or (save_checkpoint_steps and save_checkpoint_steps > 0)):
         all_hooks.append(hooks_lib.CheckpointSaverHook(
@@ -521,7 +531,7 @@ class _RecoverableSession(_WrappedSession):
         _logger.warning("Recovering the monitored session (recovery #%d) after %s: %s. The session "
                         "is closed and a new one created (the chief restores the latest checkpoint "
                         "or re-initializes; other workers wait for it).",
-                        self._recoveries, type(error).__name__, _first_line(error))
+                        self._recoveries, type(error).__name__, _first_line(error).rstrip("."))
         self.close()
         self._sess = None
 

@@ -14,7 +14,10 @@ gradients arrive stale and are dropped, so a missing replica does not stop train
 """
 
 import logging
+import threading
+import time
 
+from zps.framework import constant as constant_op
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, IndexedSlices, Tensor, get_default_graph
 from zps.ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
@@ -22,6 +25,9 @@ from zps.train import queue_runner, session_run_hook
 from zps.train.optimizer import Optimizer
 
 log = logging.getLogger("zps.train")
+
+# While the global step does not advance, the chief's hook logs what it waits for this often.
+_WAIT_LOG_SECS = 10.0
 
 
 class SyncReplicasOptimizer(Optimizer):
@@ -46,6 +52,7 @@ class SyncReplicasOptimizer(Optimizer):
         self._sync_token_queue = None
         self._chief_queue_runner = None
         self._accumulator_list = []
+        self._accumulated_vars = []   # the variable of each accumulator (for the chief's report)
 
     def compute_gradients(self, *args, **kwargs):
         """The wrapped optimizer's gradients (clip them per replica here if needed)."""
@@ -98,10 +105,22 @@ class SyncReplicasOptimizer(Optimizer):
                         raise ValueError("Unknown gradient type %r for variable %s"
                                          % (type(grad).__name__, var.name))
                     self._accumulator_list.append((accum, var.device))
+                    self._accumulated_vars.append(var)
 
             with graph.device(global_step.device), graph.name_scope(None):
-                update_op = self._opt.apply_gradients(list(zip(aggregated, var_list)),
-                                                      global_step)
+                # The global step is incremented here rather than by the wrapped optimizer: the
+                # increment (and the tokens below) must wait for the updates, and the executor
+                # folds a Const created inside a control_dependencies block without its control
+                # inputs, so an op whose only in-block input is such a Const (the optimizer's
+                # assign_add(global_step, 1)) would run at once. Constants are therefore made
+                # outside the blocks, and the ops that must wait get the control inputs directly.
+                step_dtype = global_step.dtype.base_dtype
+                one = constant_op.constant(1, dtype=step_dtype, name="sync_step_increment")
+                num_tokens = constant_op.constant([self._tokens_per_step], dtype=dtypes.int32,
+                                                  name="sync_tokens_per_step")
+                apply_op = self._opt.apply_gradients(list(zip(aggregated, var_list)))
+                with graph.control_dependencies([apply_op]), graph.colocate_with(global_step):
+                    update_op = state_ops.assign_add(global_step, one, name="sync_global_step_inc")
                 self._sync_token_queue = data_flow_ops.FIFOQueue(
                     -1, global_step.dtype.base_dtype, shapes=(), name="sync_token_q",
                     shared_name="sync_token_q")
@@ -113,7 +132,7 @@ class SyncReplicasOptimizer(Optimizer):
                     token = self._sync_token_queue.dequeue()
                 train_op = state_ops.assign(self._local_step, token)
                 with graph.control_dependencies([update_op]):
-                    tokens = array_ops.fill([self._tokens_per_step], global_step)
+                    tokens = array_ops.fill(num_tokens, array_ops.identity(update_op))
                     sync_op = self._sync_token_queue.enqueue_many((tokens,))
                 if self._variable_averages is not None:
                     with graph.control_dependencies([sync_op]):
@@ -183,6 +202,7 @@ class _SyncReplicasOptimizerHook(session_run_hook.SessionRunHook):
             self._local_init_op = opt.chief_init_op
             self._q_runner = opt.get_chief_queue_runner()
             self._init_tokens_op = opt.get_init_tokens_op(self._num_tokens)
+            self._build_watch_ops()
         else:
             self._local_init_op = opt.local_step_init_op
             self._q_runner = None
@@ -200,6 +220,67 @@ class _SyncReplicasOptimizerHook(session_run_hook.SessionRunHook):
             session.run(self._init_tokens_op)
         if self._q_runner is not None:
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
+            if self._watch_fetches is not None:
+                watchdog = threading.Thread(target=self._watch, args=(session, coord),
+                                            name="SyncReplicasWatchdog", daemon=True)
+                coord.register_thread(watchdog)
+                watchdog.start()
+
+    # -- the chief's report when a step does not complete ------------------------------------
+    @property
+    def _watch_fetches(self):
+        return getattr(self, "_watch_ops", None)
+
+    def _build_watch_ops(self):
+        """Ops reading the global step and how many gradients each accumulator holds."""
+        opt = self._opt
+        if not opt._accumulator_list:
+            self._watch_ops = None
+            return
+        graph = get_default_graph()
+        with graph.name_scope(opt._name + "_watch"):
+            self._watch_ops = [opt._global_step] + [accum.num_accumulated()
+                                                    for accum, _ in opt._accumulator_list]
+
+    def _watch(self, session, coord):
+        """Log, every ``_WAIT_LOG_SECS`` while the global step does not advance, how many
+        gradients each accumulator still waits for: a replica that stopped or lost the ps makes
+        a synchronous chief wait forever, and this says so instead of hanging silently."""
+        opt = self._opt
+        names = [v.name for v in opt._accumulated_vars]
+        last_step, since, last_log = None, time.monotonic(), time.monotonic()
+        while not coord.wait_for_stop(min(1.0, _WAIT_LOG_SECS / 3.0)):
+            try:
+                values = session.run(self._watch_ops)
+            except Exception as e:  # noqa: BLE001 - the training loop reports real failures
+                if coord.should_stop():
+                    return
+                log.debug("SyncReplicasOptimizer watchdog could not read the accumulators: %s", e)
+                continue
+            step, now = int(values[0]), time.monotonic()
+            if step != last_step:
+                last_step, since, last_log = step, now, now
+                continue
+            if now - last_log < _WAIT_LOG_SECS:
+                continue
+            last_log = now
+            by_count = {}
+            for name, n in zip(names, values[1:]):
+                if int(n) < opt._replicas_to_aggregate:
+                    by_count.setdefault(int(n), []).append(name)
+            if by_count:
+                what = "; ".join(
+                    "received %d of %d gradients for %s, waiting for %d more"
+                    % (n, opt._replicas_to_aggregate, ", ".join(vs), opt._replicas_to_aggregate - n)
+                    for n, vs in sorted(by_count.items()))
+            else:
+                what = "all gradients received, waiting for the update to be applied"
+            log.warning(
+                "SyncReplicasOptimizer chief: global step %d has not advanced for %.1f s: %s "
+                "(replicas_to_aggregate=%d, total_num_replicas=%d). A replica has stopped, is "
+                "slow, or cannot reach the ps; training resumes when enough replicas push "
+                "gradients (use total_num_replicas > replicas_to_aggregate for backup replicas).",
+                step, now - since, what, opt._replicas_to_aggregate, opt._total_num_replicas)
 
 
 __all__ = ["SyncReplicasOptimizer"]

@@ -1,0 +1,175 @@
+"""``tf.summary``: summary ops and a FileWriter that writes TensorBoard event files.
+
+The ops (``scalar``, ``histogram``, ``merge``, ``merge_all``) live in zps/ops/summary_ops.py and
+need nothing beyond numpy. ``FileWriter`` writes real TensorBoard event files through the
+optional ``tensorboardX`` package (``pip install "zps[summary]"``), imported only when a writer is
+created.
+
+>>> import tempfile, zps as tf
+>>> with tf.Graph().as_default():
+...     _ = scalar("loss", tf.constant(0.25))
+...     merged = merge_all()
+...     with tf.Session() as sess, FileWriter(tempfile.mkdtemp()) as writer:
+...         writer.add_summary(sess.run(merged), global_step=1)
+"""
+
+import itertools
+import logging
+import os
+import threading
+
+import numpy as np
+
+from zps.framework.graph import get_default_graph
+from zps.ops.summary_ops import decode_summary, histogram, merge, merge_all, scalar
+
+__all__ = ["scalar", "histogram", "merge", "merge_all", "FileWriter", "FileWriterCache"]
+
+_logger = logging.getLogger("zps.summary")
+_INSTALL_HINT = 'pip install "zps[summary]"'
+_writer_ids = itertools.count()  # event file names carry the time in seconds only: make them unique
+
+
+def _tensorboardx():
+    """The tensorboardX package, or an ImportError saying how to install it."""
+    try:
+        import tensorboardX
+        from tensorboardX.proto import event_pb2, graph_pb2, node_def_pb2, summary_pb2
+    except ImportError as e:
+        raise ImportError("tf.summary.FileWriter writes TensorBoard event files with the optional "
+                          "tensorboardX package, which is not installed: run `%s` (or `pip "
+                          "install tensorboardX`). (%s)" % (_INSTALL_HINT, e)) from e
+    return tensorboardX, event_pb2, graph_pb2, node_def_pb2, summary_pb2
+
+
+def _step(global_step):
+    """A global step (Python or numpy int, or None) as a Python int or None."""
+    return None if global_step is None else int(np.asarray(global_step))
+
+
+def _summary_proto(summary_pb2, summary):
+    """A tensorboardX Summary proto from a serialized zps summary (bytes/str/numpy scalar), a
+    list of value dicts, or a Summary proto (returned as is)."""
+    if hasattr(summary, "SerializeToString"):
+        return summary
+    values = summary if isinstance(summary, list) else decode_summary(summary)
+    proto = summary_pb2.Summary()
+    for value in values:
+        if "simple_value" in value:
+            proto.value.add(tag=value["tag"], simple_value=value["simple_value"])
+        elif "histo" in value:
+            proto.value.add(tag=value["tag"], histo=summary_pb2.HistogramProto(**value["histo"]))
+        else:
+            raise ValueError("summary value %r has neither simple_value nor histo" % (value,))
+    return proto
+
+
+def _graph_def_proto(graph_pb2, node_def_pb2, graph):
+    """A TensorBoard GraphDef of ``graph``'s ops (names, types, inputs, devices)."""
+    def input_name(t):
+        return t.op.name if t.value_index == 0 else "%s:%d" % (t.op.name, t.value_index)
+
+    nodes = [node_def_pb2.NodeDef(name=op.name, op=op.type, device=op.device or "",
+                                  input=[input_name(t) for t in op.inputs]
+                                  + ["^" + c.name for c in op.control_inputs])
+             for op in graph.get_operations()]
+    return graph_pb2.GraphDef(node=nodes)
+
+
+class FileWriter:
+    """Writes summaries (and the graph) to a TensorBoard event file in ``logdir``.
+
+    TF1's signature; ``session`` is not supported (zps has no summary-writer resources).
+    """
+
+    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,
+                 filename_suffix=None, session=None):
+        if session is not None:
+            raise ValueError("tf.summary.FileWriter(session=...) is not supported by zps: create "
+                             "the writer without a session and pass it the fetched summaries")
+        self._tbx, self._event_pb2, self._graph_pb2, self._node_def_pb2, self._summary_pb2 = \
+            _tensorboardx()
+        self._logdir = str(logdir)
+        self._options = (max_queue, flush_secs, filename_suffix or "")
+        self._open()
+        if graph is not None or graph_def is not None:
+            self.add_graph(graph, graph_def=graph_def)
+
+    def _open(self):
+        # tensorboardX's own reopen() does not work after close(): each (re)open is a new writer,
+        # writing a new event file.
+        max_queue, flush_secs, suffix = self._options
+        suffix = ".%d.%d%s" % (os.getpid(), next(_writer_ids), suffix)
+        self._writer = self._tbx.FileWriter(self._logdir, max_queue=max_queue,
+                                            flush_secs=flush_secs, filename_suffix=suffix)
+        self._closed = False
+
+    def get_logdir(self):
+        return self._logdir
+
+    def add_summary(self, summary, global_step=None):
+        """Write ``summary`` (a summary op's fetched value, or a Summary proto) at ``global_step``."""
+        self._writer.add_summary(_summary_proto(self._summary_pb2, summary), _step(global_step))
+
+    def add_session_log(self, session_log, global_step=None):
+        """Write a SessionLog (a proto, or a status name: "START", "STOP" or "CHECKPOINT")."""
+        if isinstance(session_log, str):
+            session_log = self._event_pb2.SessionLog(
+                status=getattr(self._event_pb2.SessionLog, session_log.upper()))
+        self.add_event(self._event_pb2.Event(session_log=session_log), _step(global_step))
+
+    def add_event(self, event, step=None):
+        self._writer.add_event(event, step)
+
+    def add_graph(self, graph, global_step=None, graph_def=None):
+        """Write ``graph`` (a tf.Graph) for TensorBoard's graph view. A zps graph_def (plain data)
+        alone is not written: pass the graph."""
+        if graph is None:
+            _logger.info("tf.summary.FileWriter: graph_def without a graph is not written to %s; "
+                         "pass graph= to see the graph in TensorBoard", self._logdir)
+            return
+        proto = _graph_def_proto(self._graph_pb2, self._node_def_pb2, graph)
+        self.add_event(self._event_pb2.Event(graph_def=proto.SerializeToString()), _step(global_step))
+
+    def flush(self):
+        self._writer.flush()
+
+    def close(self):
+        """Flush and close the event file; later writes are dropped until ``reopen``."""
+        self._writer.close()
+        self._closed = True
+
+    def reopen(self):
+        """Reopen a closed writer: later writes go to a new event file in the same logdir."""
+        if self._closed:
+            self._open()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class FileWriterCache:
+    """One shared FileWriter per logdir (for the graph current at its first use)."""
+
+    _cache = {}
+    _lock = threading.RLock()
+
+    @staticmethod
+    def get(logdir):
+        with FileWriterCache._lock:
+            writer = FileWriterCache._cache.get(logdir)
+            if writer is None:
+                writer = FileWriter(logdir, graph=get_default_graph())
+                FileWriterCache._cache[logdir] = writer
+            return writer
+
+    @staticmethod
+    def clear():
+        """Close and forget every cached writer."""
+        with FileWriterCache._lock:
+            for writer in FileWriterCache._cache.values():
+                writer.close()
+            FileWriterCache._cache.clear()
