@@ -215,3 +215,6 @@ def test_chief_reports_the_gradients_it_waits_for(monkeypatch, caplog):
     assert "w:0" in text and "b:0" in text, text
     assert "global step 0" in text, text
     assert "replicas_to_aggregate=2" in text and "total_num_replicas=2" in text, text
+    # The replica that never came is named; the one that pushed is not.
+    assert "waiting for replicas /job:worker/task:1 (never pushed)" in text, text
+    assert "/job:worker/task:0" not in text, text

@@ -17,8 +17,11 @@ import logging
 import threading
 import time
 
+import numpy as np
+
 from zps.framework import constant as constant_op
 from zps.framework import dtypes
+from zps.framework.device import DeviceSpec
 from zps.framework.graph import GraphKeys, IndexedSlices, Tensor, get_default_graph
 from zps.ops import array_ops, control_flow_ops, data_flow_ops, state_ops, variables
 from zps.train import queue_runner, session_run_hook
@@ -78,6 +81,7 @@ class SyncReplicasOptimizer(Optimizer):
                 dtype=global_step.dtype.base_dtype, name="sync_rep_local_step")
         self.local_step_init_op = state_ops.assign(self._local_step, global_step)
         chief_init_ops = [self.local_step_init_op]
+        train_ops += self._record_push(graph, local_anchor, global_step)
         self.ready_for_local_init_op = variables.report_uninitialized_variables(
             variables.global_variables())
 
@@ -144,6 +148,22 @@ class SyncReplicasOptimizer(Optimizer):
             self.chief_init_op = control_flow_ops.group(*chief_init_ops)
             self._gradients_applied = True
             return train_op
+
+    def _record_push(self, graph, local_anchor, global_step):
+        """Ops recording, by worker task index, the local step this replica pushes for (in a
+        vector on the global step's ps shared by every replica's graph), so that the chief can
+        name the replicas it waits for. Replicas not placed on /job:*/task:N are not named."""
+        replica = DeviceSpec.from_string(local_anchor.device or "").task
+        self._pushed = None
+        if replica is None or not 0 <= replica < self._total_num_replicas:
+            return []
+        with graph.device(global_step.device):
+            self._pushed = variables.Variable(
+                np.full(self._total_num_replicas, -1, global_step.dtype.as_numpy_dtype),
+                trainable=False, name="sync_rep_pushed")
+            self._pushed_job = DeviceSpec.from_string(local_anchor.device).job or "worker"
+            return [state_ops.scatter_update(self._pushed, [replica],
+                                             array_ops.reshape(self._local_step, [1])).op]
 
     def get_chief_queue_runner(self):
         """The QueueRunner the chief runs: aggregate, apply, increment, hand out tokens."""
@@ -241,6 +261,8 @@ class _SyncReplicasOptimizerHook(session_run_hook.SessionRunHook):
         with graph.name_scope(opt._name + "_watch"):
             self._watch_ops = [opt._global_step] + [accum.num_accumulated()
                                                     for accum, _ in opt._accumulator_list]
+            if opt._pushed is not None:
+                self._watch_ops.append(opt._pushed.value())
 
     def _watch(self, session, coord):
         """Log, every ``_WAIT_LOG_SECS`` while the global step does not advance, how many
@@ -264,6 +286,14 @@ class _SyncReplicasOptimizerHook(session_run_hook.SessionRunHook):
             if now - last_log < _WAIT_LOG_SECS:
                 continue
             last_log = now
+            waiting_for = ""
+            if opt._pushed is not None:
+                pushed, values = values[-1], values[:-1]
+                missing = ["/job:%s/task:%d (%s)" % (
+                    opt._pushed_job, i, "never pushed" if p < 0 else
+                    "last pushed for global step %d" % p) for i, p in enumerate(pushed) if p < step]
+                if missing:
+                    waiting_for = "; waiting for replicas " + ", ".join(missing)
             by_count = {}
             for name, n in zip(names, values[1:]):
                 if int(n) < opt._replicas_to_aggregate:
@@ -276,11 +306,12 @@ class _SyncReplicasOptimizerHook(session_run_hook.SessionRunHook):
             else:
                 what = "all gradients received, waiting for the update to be applied"
             log.warning(
-                "SyncReplicasOptimizer chief: global step %d has not advanced for %.1f s: %s "
+                "SyncReplicasOptimizer chief: global step %d has not advanced for %.1f s: %s%s "
                 "(replicas_to_aggregate=%d, total_num_replicas=%d). A replica has stopped, is "
                 "slow, or cannot reach the ps; training resumes when enough replicas push "
                 "gradients (use total_num_replicas > replicas_to_aggregate for backup replicas).",
-                step, now - since, what, opt._replicas_to_aggregate, opt._total_num_replicas)
+                step, now - since, what, waiting_for, opt._replicas_to_aggregate,
+                opt._total_num_replicas)
 
 
 __all__ = ["SyncReplicasOptimizer"]
