@@ -61,6 +61,18 @@ SCRIPT = textwrap.dedent("""
         time.sleep(120)
     elif FLAGS.mode == "sleep":
         time.sleep(120)
+    elif FLAGS.mode == "steps":      # ~3 s of small steps against the ps
+        cluster = tf.train.ClusterSpec({"ps": FLAGS.ps_hosts.split(","),
+                                        "worker": FLAGS.worker_hosts.split(",")})
+        server = tf.train.Server(cluster, job_name="worker", task_index=FLAGS.task_index)
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(0.0, name="v%d" % FLAGS.task_index)
+        inc = tf.assign_add(v, 1.0).op
+        with tf.Session(server.target) as sess:
+            sess.run(v.initializer)
+            for _ in range(150):
+                sess.run(inc)
+                time.sleep(0.02)
 """)
 
 
@@ -191,3 +203,14 @@ def test_launch_reports_a_missing_script_and_bad_counts(tmp_path):
     code, _, err = run(cli("launch", "--workers", 0, str(tmp_path / "s.py")))
     assert code == 2 and "--workers must be at least 1" in err
     assert os.path.exists(tmp_path / "s.py")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_launch_shows_training_progress(script, tmp_path):
+    code, _, err = run(_launch(script, tmp_path, "--progress_secs", 0.5, mode="steps"), timeout=60)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "progress after" in line]
+    assert lines, err
+    assert "steps served by the ps tasks: ps:0" in lines[-1] and "steps/s" in lines[-1], lines
+

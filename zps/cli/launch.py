@@ -58,7 +58,7 @@ class Launcher:
 
     def __init__(self, script, script_args=(), num_ps=1, num_workers=1, host="127.0.0.1",
                  ps_script=False, threads_per_task=None, grace_period_secs=5.0,
-                 start_timeout_secs=60.0, out=None, err=None):
+                 start_timeout_secs=60.0, out=None, err=None, progress_secs=10.0):
         if num_workers < 1:
             raise ValueError("--workers must be at least 1, got %d" % num_workers)
         if num_ps < 0:
@@ -67,6 +67,7 @@ class Launcher:
         self.ps_script = ps_script
         self.grace_period_secs = grace_period_secs
         self.start_timeout_secs = start_timeout_secs
+        self.progress_secs = progress_secs
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         ports = iter(free_ports(num_ps + num_workers, host))
@@ -197,7 +198,12 @@ class Launcher:
 
     def _watch(self):
         """Wait until every worker succeeded (None) or something failed (a message)."""
+        next_progress = time.monotonic() + self.progress_secs if self.progress_secs > 0 else None
+        last = (time.monotonic(), None)
         while True:
+            if next_progress is not None and time.monotonic() >= next_progress:
+                next_progress += self.progress_secs
+                last = self._report_progress(*last)
             if self._interrupt is not None:
                 return "interrupted"
             for t in self.workers:
@@ -211,6 +217,29 @@ class Launcher:
             if all(t.returncode() == 0 for t in self.workers):
                 return None
             time.sleep(POLL_INTERVAL_S)
+
+    def _report_progress(self, then, served_then):
+        """One line of progress from the ps tasks' Status (steps served, rate); returns the new
+        reference point. Tasks that do not answer within a second are left out."""
+        from zps.transport.endpoint import default_transport
+        transport = default_transport()
+        futures = [(t, transport.request(t.address, "Status", {}, timeout=1.0)) for t in self.ps]
+        served = {}
+        for t, f in futures:
+            try:
+                served[t.name] = int(f.result(timeout=2.0).body.get("steps_served", 0))
+            except Exception:  # noqa: BLE001 - progress is best effort; failures are watched
+                continue
+        now = time.monotonic()
+        if served:
+            total = max(served.values())
+            rate = "" if served_then is None else ", %.0f steps/s" % (
+                (total - served_then) / max(now - then, 1e-9))
+            self.say("progress after %.0f s: steps served by the ps tasks: %s%s"
+                     % (now - self._started, ", ".join("%s %d" % kv for kv in served.items()),
+                        rate))
+            return now, total
+        return then, served_then
 
     def _failed(self, task, code, hint=""):
         message = "%s %s%s" % (task.name, _describe_exit(code), hint)
@@ -234,6 +263,8 @@ def build_parser(prog="zps-launch"):
                         help="time a task gets to exit after SIGTERM before it is killed")
     parser.add_argument("--start_timeout_secs", type=float, default=60.0,
                         help="time a ps task gets to start serving")
+    parser.add_argument("--progress_secs", type=float, default=10.0,
+                        help="print the ps tasks' steps served every this many seconds (0: off)")
     parser.add_argument("script", help="the Python training script")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
     return parser
@@ -249,7 +280,8 @@ def main(argv=None, prog="zps-launch"):
                             host=args.host, ps_script=args.ps_script,
                             threads_per_task=args.threads_per_task,
                             grace_period_secs=args.grace_period_secs,
-                            start_timeout_secs=args.start_timeout_secs)
+                            start_timeout_secs=args.start_timeout_secs,
+                            progress_secs=args.progress_secs)
     except ValueError as e:
         print("%s: %s" % (prog, e), file=sys.stderr)
         return 2
