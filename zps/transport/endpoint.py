@@ -225,6 +225,7 @@ class Transport:
         # can be closed without another thread writing to a reused descriptor.
         self._lock = threading.Lock()
         self._inbox = collections.deque()
+        self._wake_pending = False   # a wake-up byte is in the pipe and not yet consumed
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         self._peers = {}
@@ -333,7 +334,11 @@ class Transport:
             with self._lock:
                 if not self._closed:
                     self._inbox.append((fn, future))
-                    self._wake()
+                    # One wake-up per burst: a write to the pipe hands the GIL to the I/O thread,
+                    # which costs far more than the syscall.
+                    if not self._wake_pending:
+                        self._wake_pending = True
+                        self._wake()
                     return
         err = TransportError("transport is closed")
         if future is None:
@@ -391,6 +396,8 @@ class Transport:
                     pass
             except BlockingIOError:
                 pass
+        # Cleared before the inbox is drained: anything submitted from now on wakes us again.
+        self._wake_pending = False
         while self._inbox:
             fn, future = self._inbox.popleft()
             self._run_safely(fn, future)
