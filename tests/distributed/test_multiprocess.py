@@ -164,3 +164,19 @@ def test_garbage_bytes_do_not_crash_a_server():
             c = tf.constant(5.0) + 1.0
             with tf.Session(cluster.target("ps", 0)) as sess:
                 assert sess.run(c) == 6.0
+
+
+def test_large_initial_values_reach_a_ps_process():
+    """A variable initialized from a 20 MB numpy array (more than a message header may hold)
+    on a ps process, from a client without a server: the constant travels as raw frames."""
+    init = np.random.default_rng(5).standard_normal(5 << 20).astype(np.float32)
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(init, name="pretrained")
+            with tf.device("/job:worker/task:0"):
+                total = tf.reduce_sum(v)
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(v.initializer)
+                np.testing.assert_allclose(sess.run(total), init.sum(dtype=np.float64), rtol=1e-4)
+                np.testing.assert_array_equal(sess.run(v), init)

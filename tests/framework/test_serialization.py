@@ -393,3 +393,38 @@ def test_subset_with_a_colocation_target_left_out_keeps_its_device():
         import_graph_def(gd, name="")
         op = g2.get_operation_by_name("near")
         assert op.device == "/job:ps/task:0" and op.colocation_groups() == [b"loc:@anchor"]
+
+
+def test_large_constants_travel_out_of_band_in_buffers():
+    from zps.framework.serialization import OUT_OF_BAND_BYTES
+    big = np.arange(OUT_OF_BAND_BYTES, dtype=np.float32)          # 4x the threshold
+    with tf.Graph().as_default() as g:
+        c = tf.constant(big, name="big")
+        small = tf.constant([1.0, 2.0], name="small")
+        tf.add(c[:2], small, name="out")
+    buffers = []
+    graph_def = g.as_graph_def(buffers=buffers)
+    assert len(buffers) == 1 and buffers[0] is not big and np.array_equal(buffers[0], big)
+    assert len(msgpack.packb(graph_def)) < 4096                      # the header stays small
+    with tf.Graph().as_default():
+        out, = import_graph_def(graph_def, return_elements=["out:0"], name="",
+                                buffers=buffers)
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(out), [1.0, 3.0])
+            np.testing.assert_array_equal(sess.run("big:0"), big)
+
+
+@pytest.mark.parametrize("buffers, match", [
+    (None, "refers to buffer 0, but 0 buffers"),
+    ([], "refers to buffer 0, but 0 buffers"),
+    ([np.zeros(3, np.float64)], "buffer 0 is float64"),
+    ([np.zeros(5, np.float32)], r"buffer 0 is float32\[5\]"),
+])
+def test_bad_buffer_references_are_rejected(buffers, match):
+    graph_def = {"node": [{"name": "c", "op": "Const", "input": [], "attr": {
+        "dtype": {"dtype": "float32"},
+        "value": {"tensor": {"dtype": "float32", "shape": [3], "buffer": 0}}}}]}
+    with tf.Graph().as_default() as g:
+        with pytest.raises(ValueError, match=match):
+            import_graph_def(graph_def, buffers=buffers)
+        assert g.get_operations() == []

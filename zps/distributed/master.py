@@ -234,10 +234,11 @@ class StepPlan:
                     tp.handle = local.worker.register_graph(p.graph, *names)
                     continue
                 tp.worker = None
-                body = {"graph": p.graph.as_graph_def(), "feeds": names[0], "fetches": names[1],
-                        "targets": names[2]}
+                buffers = []   # large constants travel as raw frames, not in the header
+                body = {"graph": p.graph.as_graph_def(buffers=buffers), "feeds": names[0],
+                        "fetches": names[1], "targets": names[2]}
                 future = self._server.transport.request(tp.address, "RegisterGraph", body,
-                                                        peer_timeout=self._peer_timeout)
+                                                        buffers, peer_timeout=self._peer_timeout)
                 try:
                     tp.handle = future.result().body["handle"]
                 except Exception as e:  # noqa: BLE001 - mapped to the OpError naming the task

@@ -244,7 +244,7 @@ class Server:
         graph = Graph()
         try:
             with graph.as_default():
-                import_graph_def(graph_def, name="")
+                import_graph_def(graph_def, name="", buffers=list(tensors))
             handle = self.worker.register_graph(graph, *names)
         except (KeyError, ValueError) as e:
             raise errors.InvalidArgumentError(None, None, "bad RegisterGraph request: %s" % e) from None
@@ -270,7 +270,7 @@ class Server:
                 if name.rsplit(":", 1)[0] not in shipped:
                     input_map[name] = array_ops.placeholder(dtype, shape, name="_feed_%d" % i)
             try:
-                import_graph_def(graph_def, input_map=input_map, name="")
+                import_graph_def(graph_def, input_map=input_map, name="", buffers=list(tensors))
             except (TypeError, ValueError) as e:
                 raise errors.InvalidArgumentError(None, None, "bad RegisterPlan graph: %s" % e) from None
         try:

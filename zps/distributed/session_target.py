@@ -55,11 +55,12 @@ class RemoteMasterRunner:
     def _register(self, feeds, fetches, targets):
         ops = prune(fetches, targets, set(feeds))
         feeds_spec = [[t.name, t.dtype.name, _shape(t)] for t in feeds]
-        body = {"graph": self._graph.as_graph_def(ops=ops), "feeds": feeds_spec,
+        buffers = []   # large constants travel as raw frames, not in the header
+        body = {"graph": self._graph.as_graph_def(ops=ops, buffers=buffers), "feeds": feeds_spec,
                 "fetches": [t.name for t in fetches],
                 "targets": [op.name for op in targets], "peer_timeout": self._peer_timeout,
                 "device_filters": self._device_filters}
-        return self._request("RegisterPlan", body).body["handle"]
+        return self._request("RegisterPlan", body, buffers).body["handle"]
 
     def _request(self, method, body, tensors=()):
         future = self._transport.request(self._address, method, body, tensors,

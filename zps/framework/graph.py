@@ -365,13 +365,14 @@ class Graph:
                         del stack[i]
                         break
 
-    def as_graph_def(self, from_version=None, add_shapes=False, ops=None):
+    def as_graph_def(self, from_version=None, add_shapes=False, ops=None, buffers=None):
         """This graph (or just ``ops`` of it) as plain data (dicts, lists, str, bytes, numbers).
 
-        See ``zps.framework.serialization``; ``import_graph_def`` rebuilds it.
+        See ``zps.framework.serialization`` (``buffers``: large arrays out of band);
+        ``import_graph_def`` rebuilds it.
         """
         from zps.framework import serialization
-        return serialization.graph_to_def(self, ops=ops, add_shapes=add_shapes)
+        return serialization.graph_to_def(self, ops=ops, add_shapes=add_shapes, buffers=buffers)
 
     # -- names -----------------------------------------------------------------------------
     def get_name_scope(self):

@@ -59,21 +59,33 @@ _TENSOR_NAME = re.compile(r"^(\^?)([^:^][^:]*)(?::(\d+))?$")  # names never hold
 
 
 # -- encoding ------------------------------------------------------------------------------------
-def graph_to_def(graph, ops=None, add_shapes=False):
+def graph_to_def(graph, ops=None, add_shapes=False, buffers=None):
     """``graph`` (or just ``ops`` of it, in the given order) as a plain-data graph_def.
 
     Inputs from ops left out stay as names: map them with ``import_graph_def(input_map=...)``.
     With ``add_shapes``, each node records its outputs' static shapes (``_output_shapes``).
+    With a list ``buffers``, large numeric arrays (constants' values) are appended to it and the
+    graph_def refers to them by index (``{"tensor": {"dtype", "shape", "buffer": k}}``), so a
+    transport can send them as raw frames instead of inside a header.
     """
     ops = graph.get_operations() if ops is None else list(ops)
     return {"versions": dict(VERSIONS),
-            "node": [node_to_def(op, add_shapes=add_shapes) for op in ops]}
+            "node": [node_to_def(op, add_shapes=add_shapes, buffers=buffers) for op in ops]}
 
 
-def node_to_def(op, add_shapes=False):
+OUT_OF_BAND_BYTES = 64 << 10   # arrays at least this large go to ``buffers`` when one is given
+
+
+def node_to_def(op, add_shapes=False, buffers=None):
     """One Operation as a plain-data node (see the module docstring)."""
     attr = {}
     for name, value in op._attrs.items():
+        if buffers is not None and isinstance(value, np.ndarray) and value.dtype != object \
+                and value.nbytes >= OUT_OF_BAND_BYTES:
+            attr[name] = {"tensor": {"dtype": _dtypes.as_dtype(value.dtype).name,
+                                     "shape": list(value.shape), "buffer": len(buffers)}}
+            buffers.append(np.ascontiguousarray(value))
+            continue
         try:
             attr[name] = encode_attr(value)
         except (TypeError, ValueError) as e:
@@ -224,6 +236,32 @@ def _decode_array(body):
     return arr
 
 
+def _is_buffer_ref(value):
+    return isinstance(value, dict) and isinstance(value.get("tensor"), dict) \
+        and "buffer" in value["tensor"]
+
+
+def _buffer_attr(value, buffers):
+    """The array an out-of-band ``{"tensor": {dtype, shape, buffer}}`` attr refers to."""
+    body = value["tensor"]
+    if len(value) != 1 or set(body) != {"dtype", "shape", "buffer"}:
+        raise ValueError("an out-of-band tensor is {dtype, shape, buffer}, got %s" % _describe(body))
+    dt = _decode_dtype(body["dtype"])
+    shape = tuple(_decode_dims(body["shape"]))
+    k = body["buffer"]
+    if buffers is None or not isinstance(k, int) or isinstance(k, bool) \
+            or not 0 <= k < len(buffers):
+        raise ValueError("tensor refers to buffer %r, but %d buffers came with the graph_def"
+                         % (k, 0 if buffers is None else len(buffers)))
+    arr = np.asarray(buffers[k])
+    if dt is _dtypes.string or arr.dtype != np.dtype(dt.as_numpy_dtype) or arr.shape != shape:
+        raise ValueError("buffer %d is %s%s but the graph_def declares %s%s"
+                         % (k, arr.dtype, list(arr.shape), dt.name, list(shape)))
+    arr = arr.view()
+    arr.flags.writeable = False
+    return arr
+
+
 def _describe(value):
     text = repr(value)
     return "%s %s" % (type(value).__name__, text if len(text) <= 60 else text[:57] + "...")
@@ -238,7 +276,7 @@ class _Node:
 
 
 def import_graph_def(graph_def, input_map=None, return_elements=None, name=None, op_dict=None,
-                     producer_op_list=None):
+                     producer_op_list=None, buffers=None):
     """Add the ops of ``graph_def`` (from ``as_graph_def``) to the default graph.
 
     Ops are named ``<name>/<original name>`` (``name`` defaults to "import", made unique; ``""``
@@ -247,10 +285,11 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     Operations / Tensors named in ``return_elements`` ("op" or "op:0"), or None.
     Raises ValueError, naming the node, for unknown op types, malformed attrs or inputs; nothing
     is added to the graph then. ``op_dict`` and ``producer_op_list`` (deprecated in TF1) are
-    accepted and ignored.
+    accepted and ignored. ``buffers`` holds the arrays a graph_def refers to by index (see
+    ``graph_to_def``); each must match the dtype and shape the graph_def declares.
     """
     graph = get_default_graph()
-    nodes = _parse_graph_def(graph_def)
+    nodes = _parse_graph_def(graph_def, buffers)
     by_name = {n.name: n for n in nodes}
     input_map = _normalize_input_map(graph, input_map)
     order = _topological_order(nodes, by_name, input_map)
@@ -272,7 +311,7 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
             raise
 
 
-def _parse_graph_def(graph_def):
+def _parse_graph_def(graph_def, buffers=None):
     if not isinstance(graph_def, dict) or not isinstance(graph_def.get("node", []), list | tuple):
         raise ValueError("graph_def must be a dict with a 'node' list (from Graph.as_graph_def()), "
                          "got %s" % _describe(graph_def))
@@ -284,7 +323,7 @@ def _parse_graph_def(graph_def):
                          % (versions["min_consumer"], GRAPH_DEF_VERSION))
     nodes, seen = [], set()
     for i, raw in enumerate(graph_def.get("node", [])):
-        node = _parse_node(i, raw)
+        node = _parse_node(i, raw, buffers)
         if node.name in seen:
             raise ValueError("graph_def has two nodes named %r" % node.name)
         seen.add(node.name)
@@ -292,19 +331,19 @@ def _parse_graph_def(graph_def):
     return nodes
 
 
-def _parse_node(i, raw):
+def _parse_node(i, raw, buffers=None):
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise ValueError("graph_def node %d is not a dict with a 'name': %s" % (i, _describe(raw)))
     node = _Node()
     node.name = raw["name"]
     try:
-        _parse_node_fields(node, raw)
+        _parse_node_fields(node, raw, buffers)
     except ValueError as e:
         raise ValueError("Invalid node %r in graph_def: %s" % (node.name, e)) from None
     return node
 
 
-def _parse_node_fields(node, raw):
+def _parse_node_fields(node, raw, buffers=None):
     node.op_type = raw.get("op")
     if not isinstance(node.op_type, str) or node.op_type not in registry.REGISTRY:
         raise ValueError("op type %r is not registered in zps (was the module defining it "
@@ -334,7 +373,7 @@ def _parse_node_fields(node, raw):
         if not isinstance(key, str) or not _ATTR_NAME.match(key) or key in _KERNEL_ARGS:
             raise ValueError("invalid attr name %r" % (key,))
         try:
-            decoded = decode_attr(value)
+            decoded = _buffer_attr(value, buffers) if _is_buffer_ref(value) else decode_attr(value)
         except (ValueError, TypeError) as e:
             raise ValueError("malformed attr %r: %s" % (key, e)) from None
         if key in _RESERVED_ATTRS:
