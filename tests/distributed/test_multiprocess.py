@@ -180,3 +180,32 @@ def test_large_initial_values_reach_a_ps_process():
                 sess.run(v.initializer)
                 np.testing.assert_allclose(sess.run(total), init.sum(dtype=np.float64), rtol=1e-4)
                 np.testing.assert_array_equal(sess.run(v), init)
+
+
+def test_closing_a_remote_session_cancels_its_blocked_step():
+    """A client without a server closes its session while a step waits on an empty queue on a
+    ps process: the step is cancelled there and the blocked thread returns at once."""
+    import threading
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                q = tf.FIFOQueue(1, tf.float32, shapes=[], shared_name="never_filled")
+                item = q.dequeue()
+            sess = tf.Session(cluster.target("worker", 0))
+            box = {}
+
+            def run():
+                try:
+                    sess.run(item)
+                except Exception as e:  # noqa: BLE001 - inspected below
+                    box["error"] = e
+
+            t = threading.Thread(target=run, daemon=True)
+            t.start()
+            time.sleep(1.0)
+            assert t.is_alive(), box
+            start = time.monotonic()
+            sess.close()
+            t.join(10)
+            assert not t.is_alive() and time.monotonic() - start < 5
+            assert isinstance(box.get("error"), tf.errors.CancelledError), box

@@ -192,6 +192,16 @@ class Server:
         if msg.method == "Tensors":
             self._put_tensors(body, msg.tensors)
             return
+        if msg.method == "CancelSteps":   # a remote client closed its session
+            handles = body.get("handles")
+            if isinstance(handles, list):
+                closed = errors.CancelledError(None, None, "Session closed while the step was "
+                                               "running")
+                for h in handles:
+                    plan = self._plans.get(h) if isinstance(h, int) else None
+                    if plan is not None:
+                        plan.cancel_running(closed)
+            return
         if msg.method == "AbortStep":
             step = body.get("step")
             if isinstance(step, int):

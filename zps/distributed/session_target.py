@@ -74,7 +74,12 @@ class RemoteMasterRunner:
         return []
 
     def close(self):
+        """Forget the plans and cancel their steps still running on the master (a thread blocked
+        in this session's step ends with CancelledError instead of holding up shutdown)."""
+        handles = self._plans.values()
         self._plans.clear()
+        if handles:
+            self._transport.send_oneway(self._address, "CancelSteps", {"handles": handles})
 
 
 
