@@ -106,15 +106,20 @@ def _input_name(t):
     return t.op.name if t.value_index == 0 else t.name
 
 
-def encode_attr(value, depth=0):
-    """An attr value as tagged plain data; TypeError for values that are not plain data."""
+def _is_plain_scalar(value, depth):
+    """Whether ``value`` travels as itself (None, bool, number, str, bytes); ValueError for a
+    value nested too deep or an integer outside 64 bits. Shared by encoding and decoding."""
     if depth > _MAX_DEPTH:
         raise ValueError("attr value nested deeper than %d levels" % _MAX_DEPTH)
-    if value is None or isinstance(value, bool | float | str | bytes):
-        return value
-    if isinstance(value, int):
-        if not _INT_RANGE[0] <= value < _INT_RANGE[1]:
-            raise ValueError("integer %d is out of the 64-bit range" % value)
+    if isinstance(value, int) and not isinstance(value, bool) \
+            and not _INT_RANGE[0] <= value < _INT_RANGE[1]:
+        raise ValueError("integer %d is out of the 64-bit range" % value)
+    return value is None or isinstance(value, bool | int | float | str | bytes)
+
+
+def encode_attr(value, depth=0):
+    """An attr value as tagged plain data; TypeError for values that are not plain data."""
+    if _is_plain_scalar(value, depth):
         return value
     if isinstance(value, _dtypes.DType):
         return {"dtype": value.name}
@@ -150,13 +155,7 @@ def _encode_array(arr):
 # -- decoding ------------------------------------------------------------------------------------
 def decode_attr(value, depth=0):
     """The inverse of ``encode_attr``; ValueError for anything malformed."""
-    if depth > _MAX_DEPTH:
-        raise ValueError("attr value nested deeper than %d levels" % _MAX_DEPTH)
-    if value is None or isinstance(value, bool | float | str | bytes):
-        return value
-    if isinstance(value, int):
-        if not _INT_RANGE[0] <= value < _INT_RANGE[1]:
-            raise ValueError("integer %d is out of the 64-bit range" % value)
+    if _is_plain_scalar(value, depth):
         return value
     if not isinstance(value, dict) or len(value) != 1:
         raise ValueError("expected plain data or a one-key tag, got %s" % _describe(value))
