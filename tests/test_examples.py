@@ -1,5 +1,6 @@
 """Every example in examples/ runs to completion and reaches what its docstring promises."""
 
+import os
 import re
 import subprocess
 import sys
@@ -59,3 +60,42 @@ def test_seed_trainer_async_on_a_launched_cluster(tmp_path):
 def test_seed_trainer_sync_on_a_launched_cluster(tmp_path):
     accuracies, _ = _launch(tmp_path, "--train_steps", "400", "--sync")
     assert min(accuracies) >= 0.90
+
+
+def test_hash_embedding_keeps_its_row_cap_and_learns(tmp_path):
+    cmd = [sys.executable, "-m", "zps.cli.launch", "--ps", "2", "--workers", "2",
+           str(EXAMPLES / "hash_embedding.py"), "--train_steps", "500", "--max_rows", "2000",
+           "--ps_report_secs", "0.5", "--checkpoint_dir", str(tmp_path / "ckpt")]
+    env = dict(os.environ, PYTHONPATH=str(EXAMPLES.parent))  # the tasks import zps from the repo
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=280, env=env)
+    out = proc.stdout
+    assert proc.returncode == 0, (out + proc.stderr)[-3000:]
+    rows = [int(n) for shards in re.findall(r"rows per shard \[([0-9, ]+)\]", out)
+            for n in shards.split(",")]
+    # full (less the 2000 // 64 rows a full shard evicts ahead), never above the cap
+    assert rows and 2000 - 2000 // 64 <= max(rows) <= 2000
+    assert int(re.findall(r"evictions (\d+)", out)[-1]) > 10000
+    before, after = map(float, re.search(r"held-out loss before ([0-9.]+) after ([0-9.]+)",
+                                         out).groups())
+    assert after < before - 0.02
+    rss = [float(m) for m in re.findall(r"ps 0: rss ([0-9.]+) MB", out)]
+    assert rss and max(rss) - min(rss) < 64, rss
+    assert (tmp_path / "ckpt" / "checkpoint").exists()
+
+
+def test_embedding_mf_trains_a_partitioned_million_row_table(tmp_path):
+    cmd = [sys.executable, "-m", "zps.cli.launch", "--ps", "2", "--workers", "2",
+           str(EXAMPLES / "embedding_mf.py"), "--train_steps", "300",
+           "--checkpoint_dir", str(tmp_path / "ckpt")]
+    env = dict(os.environ, PYTHONPATH=str(EXAMPLES.parent))  # the tasks import zps from the repo
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=280, env=env)
+    out = proc.stdout
+    assert proc.returncode == 0, (out + proc.stderr)[-3000:]
+    assert "user table (1000000, 16) in shards" in out
+    assert "part_0 [500000, 16] on /job:ps/task:0" in out
+    assert "part_1 [500000, 16] on /job:ps/task:1" in out
+    losses = re.findall(r"held-out loss before ([0-9.]+) after ([0-9.]+)", out)
+    assert len(losses) == 2, out[-2000:]
+    for before, after in losses:
+        assert float(after) < float(before) - 0.01
+    assert (tmp_path / "ckpt" / "checkpoint").exists()  # saved as slices of the full tables

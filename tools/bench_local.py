@@ -1,12 +1,16 @@
 """Local (single-process) performance of zps against hand-written numpy, in the same run.
 
-    python tools/bench_local.py            # table
-    python tools/bench_local.py --json     # machine-readable
+    python tools/bench_local.py                 # table
+    python tools/bench_local.py --json          # machine-readable
+    python tools/bench_local.py --device gpu    # (b) on /gpu:0 vs cupy by hand, and vs the CPU
 
 (a) executor overhead: microseconds per op over a long chain of tiny (scalar) adds;
 (b) one training step of an MLP 784-512-512-10 at batch 128 (relu, softmax cross-entropy, SGD):
     zps vs the same forward/backward/update written by hand in numpy. Rounds alternate between
     the two so that machine noise hits both alike; medians are reported. Target: ratio <= 1.15.
+    With ``--device gpu`` the MLP also runs with the model under ``tf.device('/gpu:0')`` (cupy)
+    against the same step written by hand in cupy, fed from host arrays alike; ``--fake-cupy``
+    runs that path on zps.testing.fake_cupy (numpy), which says so: its figures are not GPU ones.
 """
 
 import argparse
@@ -48,24 +52,29 @@ def _init_params(rng):
 
 
 class NumpyMLP:
-    """The reference: forward, backward and SGD for the MLP, written directly in numpy."""
+    """The reference: forward, backward and SGD for the MLP, written directly in numpy (or in
+    cupy: ``xp=cupy``, the parameters on the GPU, each batch copied there as zps copies a feed)."""
 
-    def __init__(self, params, lr):
-        self.params = [p.copy() for p in params]
+    def __init__(self, params, lr, xp=np):
+        self.xp = xp
+        self.params = [xp.asarray(p).copy() for p in params]
         self.lr = np.float32(lr)
 
     def step(self, x, labels):
+        xp = self.xp
+        x, labels = xp.asarray(x), xp.asarray(labels)
         w1, b1, w2, b2, w3, b3 = self.params
-        h1 = np.maximum(x @ w1 + b1, 0)
-        h2 = np.maximum(h1 @ w2 + b2, 0)
+        h1 = xp.maximum(x @ w1 + b1, 0)
+        h2 = xp.maximum(h1 @ w2 + b2, 0)
         logits = h2 @ w3 + b3
         z = logits - logits.max(axis=1, keepdims=True)
-        e = np.exp(z)
+        e = xp.exp(z)
         p = e / e.sum(axis=1, keepdims=True)
         n = x.shape[0]
-        loss = -np.log(p[np.arange(n), labels]).mean()
+        rows = xp.arange(n)
+        loss = -xp.log(p[rows, labels]).mean()
         d3 = p
-        d3[np.arange(n), labels] -= 1
+        d3[rows, labels] -= 1
         d3 /= n
         g_w3, g_b3 = h2.T @ d3, d3.sum(0)
         d2 = (d3 @ w3.T) * (h2 > 0)
@@ -80,9 +89,9 @@ class NumpyMLP:
 class ZpsMLP:
     """The same model as a TF1 graph run by a local zps Session."""
 
-    def __init__(self, params, lr):
+    def __init__(self, params, lr, device=None):
         self.graph = tf.Graph()
-        with self.graph.as_default():
+        with self.graph.as_default(), tf.device(device):
             self.x = tf.placeholder(tf.float32, [None, LAYERS[0]])
             self.labels = tf.placeholder(tf.int64, [None])
             variables = [tf.Variable(p) for p in params]
@@ -101,6 +110,20 @@ class ZpsMLP:
         return self.sess.run([self.loss, self.train_op], {self.x: x, self.labels: labels})[0]
 
 
+def _median_step_times(impls, x, labels, steps, rounds):
+    """Median seconds per step of each implementation, rounds alternating between them; the
+    step's loss is read each round (a device sync for GPU implementations)."""
+    times = {name: [] for name in impls}
+    for _ in range(rounds):
+        for name, impl in impls.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                loss = impl.step(x, labels)
+            float(loss)
+            times[name].append((time.perf_counter() - start) / steps)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def bench_mlp(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
     rng = np.random.default_rng(seed)
     params = _init_params(rng)
@@ -109,14 +132,7 @@ def bench_mlp(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
     impls = {"numpy": NumpyMLP(params, lr), "zps": ZpsMLP(params, lr)}
     # Same start, same batch: the two implementations must agree on the loss.
     losses = {name: float(impl.step(x, labels)) for name, impl in impls.items()}
-    times = {name: [] for name in impls}
-    for _ in range(rounds):
-        for name, impl in impls.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                impl.step(x, labels)
-            times[name].append((time.perf_counter() - start) / steps)
-    med = {name: statistics.median(t) for name, t in times.items()}
+    med = _median_step_times(impls, x, labels, steps, rounds)
     return {
         "numpy_ms": med["numpy"] * 1e3,
         "zps_ms": med["zps"] * 1e3,
@@ -126,15 +142,70 @@ def bench_mlp(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
     }
 
 
+def bench_mlp_gpu(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
+    """The MLP step with the model on /gpu:0 vs the same step by hand in cupy (and vs zps on the
+    CPU in the same run): the GPU's speed-up and zps's overhead on it."""
+    import cupy
+    rng = np.random.default_rng(seed)
+    params = _init_params(rng)
+    x = rng.standard_normal((batch, LAYERS[0])).astype(np.float32)
+    labels = rng.integers(0, LAYERS[-1], batch)
+    impls = {"cupy": NumpyMLP(params, lr, xp=cupy), "zps_gpu": ZpsMLP(params, lr, "/gpu:0"),
+             "zps_cpu": ZpsMLP(params, lr)}
+    losses = {name: float(impl.step(x, labels)) for name, impl in impls.items()}
+    med = _median_step_times(impls, x, labels, steps, rounds)
+    return {
+        "stand_in": bool(getattr(cupy, "IS_FAKE", False)),
+        "cupy_ms": med["cupy"] * 1e3,
+        "zps_gpu_ms": med["zps_gpu"] * 1e3,
+        "zps_cpu_ms": med["zps_cpu"] * 1e3,
+        "ratio_vs_cupy": med["zps_gpu"] / med["cupy"],
+        "speedup_vs_cpu": med["zps_cpu"] / med["zps_gpu"],
+        "first_loss_cupy": losses["cupy"],
+        "first_loss_zps_gpu": losses["zps_gpu"],
+    }
+
+
+def _gpu_table(gpu):
+    if gpu["stand_in"]:
+        print("NOTE: cupy is zps.testing.fake_cupy, a numpy stand-in: the GPU rows below ran on "
+              "the CPU and are no GPU measurement")
+    print("%-44s %9.2f ms" % ("MLP b128 step, cupy by hand (GPU)", gpu["cupy_ms"]))
+    print("%-44s %9.2f ms" % ("MLP b128 step, zps on /gpu:0", gpu["zps_gpu_ms"]))
+    print("%-44s %9.2f ms" % ("MLP b128 step, zps on the CPU", gpu["zps_cpu_ms"]))
+    print("%-44s %9.3f x" % ("zps on /gpu:0 / cupy by hand", gpu["ratio_vs_cupy"]))
+    print("%-44s %9.2f x" % ("speed-up of /gpu:0 over the CPU (zps)", gpu["speedup_vs_cpu"]))
+    print("%-44s %9.4f / %.4f" % ("first-step loss cupy / zps on /gpu:0", gpu["first_loss_cupy"],
+                                  gpu["first_loss_zps_gpu"]))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="zps local benchmarks")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                        help="gpu: also run the MLP on /gpu:0 (needs cupy and a GPU)")
+    parser.add_argument("--fake-cupy", action="store_true",
+                        help="with --device gpu: use zps.testing.fake_cupy (no GPU needed; "
+                        "checks the path, measures nothing about GPUs)")
     args = parser.parse_args(argv)
+    gpu = None
+    if args.device == "gpu":
+        if args.fake_cupy:
+            from zps.testing import fake_cupy
+            fake_cupy.install(num_gpus=1)
+        from zps.framework.device import gpu_unavailable_reason
+        why = gpu_unavailable_reason(0)
+        if why is not None:
+            parser.error("--device gpu: %s (pass --fake-cupy to try the path on the stand-in)"
+                         % why)
+        gpu = bench_mlp_gpu(steps=args.steps, rounds=args.rounds)
     overhead = bench_op_overhead()
     mlp = bench_mlp(steps=args.steps, rounds=args.rounds)
     result = {"op_overhead_us": overhead, "mlp": mlp}
+    if gpu is not None:
+        result["mlp_gpu"] = gpu
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
@@ -147,6 +218,8 @@ def main(argv=None):
     print("%-44s %9.3f x  (target <= 1.15)" % ("zps / numpy", mlp["ratio"]))
     print("%-44s %9.4f / %.4f" % ("first-step loss numpy / zps", mlp["first_loss_numpy"],
                                   mlp["first_loss_zps"]))
+    if gpu is not None:
+        _gpu_table(gpu)
     return result
 
 

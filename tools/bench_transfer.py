@@ -4,18 +4,25 @@
     python tools/bench_transfer.py --json     # machine-readable
     python tools/bench_transfer.py --mb 16    # smaller payload
 
-Raw: a DEALER/ROUTER pair; the payload travels as 1 MB zero-copy frames in one multipart message
-(the fastest raw form on this machine); pull = small request, payload reply; push = payload
-request, small reply; tiny = 8-byte round trip.
+Raw: a DEALER/ROUTER pair in two processes of their own; the payload travels as 1 MB zero-copy
+frames in one multipart message (the fastest raw form on this machine); pull = small request,
+payload reply; push = payload request, small reply; tiny = 8-byte round trip. The raw processes
+keep glibc's default allocator settings (plain pyzmq) unless ``--raw-tuned`` gives them the
+tuning zps applies to itself at import (zps/runtime/allocator.py), a stricter baseline.
 zps: a ps task in another process holds a float32 variable of the same size; the client runs in
 a worker server of this process. pull = ``sess.run`` of the variable read onto the worker; push =
 ``assign_add(v, delta)`` with delta fed on the worker; tiny = ``assign_add`` of a scalar ps
 variable. Targets: pull and push >= 80% of raw; tiny step <= 4 raw round trips.
+
+Raw and zps samples alternate (raw, zps, zps, raw, ...), so that both see the same machine: on a
+shared machine the load changes within seconds, and measuring one after the other compared two
+different machines. Figures are medians.
 """
 
 import argparse
 import json
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -23,16 +30,35 @@ import time
 import numpy as np
 import zmq
 
+if __name__ == "__main__":   # run as a script from a checkout: import zps from it
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 MB = 1 << 20
 
 
-def _raw_server(port_queue, nbytes):
+def _tune_allocator():
+    # What zps does at import (zps/runtime/allocator.py), for the --raw-tuned baseline.
+    import ctypes
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallopt(-3, 1 << 30)   # M_MMAP_THRESHOLD
+    libc.mallopt(-1, 1 << 31)   # M_TRIM_THRESHOLD
+
+
+def raw_server(port_queue, nbytes, tuned=False, server_keys=None):
+    """The raw ROUTER (run in a process of its own; the other bench tools use it too): puts its
+    port on ``port_queue``, answers pull with ``nbytes`` as 1 MB zero-copy frames, acknowledges
+    anything else, stops on "stop". ``server_keys``: (public, secret) to serve CURVE (no ZAP
+    handler: any client key passes, only the cipher costs)."""
+    if tuned:
+        _tune_allocator()
     ctx = zmq.Context()
     sock = ctx.socket(zmq.ROUTER)
     sock.setsockopt(zmq.LINGER, 0)
+    if server_keys is not None:
+        sock.curve_publickey, sock.curve_secretkey = server_keys
+        sock.curve_server = True
     port = sock.bind_to_random_port("tcp://127.0.0.1")
-    payload = np.ones(nbytes, dtype=np.uint8)
-    frames = [memoryview(payload)[i:i + MB] for i in range(0, nbytes, MB)]
+    frames = _frames(nbytes)
     port_queue.put(port)
     while True:
         msg = sock.recv_multipart(copy=False)
@@ -48,17 +74,14 @@ def _raw_server(port_queue, nbytes):
     ctx.term()
 
 
-def bench_raw(nbytes, repeats, tiny_n):
-    q = mp.get_context("spawn").Queue()
-    proc = mp.get_context("spawn").Process(target=_raw_server, args=(q, nbytes), daemon=True)
-    proc.start()
-    port = q.get(timeout=30)
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.connect("tcp://127.0.0.1:%d" % port)
+def _frames(nbytes):
     payload = np.ones(nbytes, dtype=np.uint8)
-    frames = [memoryview(payload)[i:i + MB] for i in range(0, nbytes, MB)]
+    return [memoryview(payload)[i:i + MB] for i in range(0, nbytes, MB)]
+
+
+def raw_ops(sock, nbytes):
+    """The raw transfers of a DEALER connected to ``raw_server``: {"pull", "push", "tiny"}."""
+    frames = _frames(nbytes)
 
     def pull():
         sock.send(b"pull")
@@ -72,80 +95,154 @@ def bench_raw(nbytes, repeats, tiny_n):
         sock.send_multipart([b"tiny", b"12345678"])
         sock.recv()
 
-    out = {"pull_s": _median_time(pull, repeats), "push_s": _median_time(push, repeats),
-           "tiny_s": _median_time(tiny, 5, inner=tiny_n)}
+    return {"pull": pull, "push": push, "tiny": tiny}
+
+
+def raw_stop(sock):
     sock.send(b"stop")
     sock.recv()
+
+
+def _raw_client(conn, port, nbytes, tuned):
+    """Times raw transfers on request: ``conn.recv()`` -> (name, inner), answers seconds each."""
+    if tuned:
+        _tune_allocator()
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect("tcp://127.0.0.1:%d" % port)
+    fns = raw_ops(sock, nbytes)
+    while True:
+        request = conn.recv()
+        if request is None:
+            break
+        name, inner = request
+        conn.send(_sample(fns[name], inner))
+    raw_stop(sock)
     sock.close()
     ctx.term()
-    proc.join(timeout=10)
-    return out
 
 
-def _median_time(fn, repeats, inner=1):
-    fn()  # warm up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        times.append((time.perf_counter() - start) / inner)
-    return statistics.median(times)
+class RawClient:
+    """Plain pyzmq in two processes of its own (so that zps's allocator tuning, done at import in
+    this process, does not reach it unless asked): a DEALER client and a ROUTER server; the
+    payload travels as 1 MB zero-copy frames in one multipart message, its fastest raw form."""
+
+    def __init__(self, nbytes, tuned=False):
+        ctx = mp.get_context("spawn")
+        q = ctx.Queue()
+        self._server = ctx.Process(target=raw_server, args=(q, nbytes, tuned), daemon=True)
+        self._server.start()
+        port = q.get(timeout=30)
+        self._conn, child = ctx.Pipe()
+        self._client = ctx.Process(target=_raw_client, args=(child, port, nbytes, tuned), daemon=True)
+        self._client.start()
+
+    def timer(self, name, inner=1):
+        """A function returning the seconds of one sample (``inner`` transfers, averaged)."""
+        def sample():
+            self._conn.send((name, inner))
+            if not self._conn.poll(60):
+                raise RuntimeError("raw client did not answer within 60 s")
+            return self._conn.recv()
+        return sample
+
+    def close(self):
+        self._conn.send(None)
+        self._client.join(timeout=10)
+        self._server.join(timeout=10)
+        for proc in (self._client, self._server):
+            if proc.is_alive():
+                proc.kill()
 
 
-def bench_zps(nbytes, repeats, tiny_n):
+def _sample(fn, inner=1):
+    start = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - start) / inner
+
+
+def interleaved(pairs, repeats):
+    """Median seconds of each of ``pairs`` = {name: (raw sampler, zps sampler)}, samples
+    alternating; a sampler returns the seconds of one sample."""
+    times = {name: ([], []) for name in pairs}
+    for raw_fn, zps_fn in pairs.values():   # warm up
+        raw_fn()
+        zps_fn()
+    for r in range(repeats):
+        for name, fns in pairs.items():
+            order = (0, 1) if r % 2 == 0 else (1, 0)
+            for k in order:
+                times[name][k].append(fns[k]())
+    return {name: (statistics.median(t[0]), statistics.median(t[1])) for name, t in times.items()}
+
+
+def bench(nbytes, repeats, tiny_n, raw_tuned=False):
+    """``{"pull": (raw_s, zps_s), "push": ..., "tiny": ...}``."""
+    raw = RawClient(nbytes, tuned=raw_tuned)
     import zps as tf
     from zps.testing.cluster import LocalCluster
 
     n = nbytes // 4
-    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
-        worker = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
-        try:
-            with tf.Graph().as_default():
-                with tf.device("/job:ps/task:0"):
-                    v = tf.Variable(tf.zeros([n]), name="big")
-                    counter = tf.Variable(0.0, name="counter")
-                with tf.device("/job:worker/task:0"):
-                    pulled = tf.identity(v)
-                    delta = tf.placeholder(tf.float32, [n])
-                push_op = tf.assign_add(v, delta).op
-                tiny_op = tf.assign_add(counter, 1.0).op
-                delta_val = np.ones(n, np.float32)
-                with tf.Session(worker.target) as sess:
-                    sess.run(tf.global_variables_initializer())
-                    out = {
-                        "pull_s": _median_time(lambda: sess.run(pulled), repeats),
-                        "push_s": _median_time(lambda: sess.run(push_op, {delta: delta_val}),
-                                               repeats),
-                        "tiny_s": _median_time(lambda: sess.run(tiny_op), 5, inner=tiny_n),
-                    }
-                    expected = float(repeats + 1)
-                    if sess.run(v[:1])[0] != expected:
-                        raise AssertionError("push lost updates: %s != %s"
-                                             % (sess.run(v[:1])[0], expected))
-        finally:
-            worker.stop()
+    try:
+        with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
+            worker = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
+            try:
+                with tf.Graph().as_default():
+                    with tf.device("/job:ps/task:0"):
+                        v = tf.Variable(tf.zeros([n]), name="big")
+                        counter = tf.Variable(0.0, name="counter")
+                    with tf.device("/job:worker/task:0"):
+                        pulled = tf.identity(v)
+                        delta = tf.placeholder(tf.float32, [n])
+                    push_op = tf.assign_add(v, delta).op
+                    tiny_op = tf.assign_add(counter, 1.0).op
+                    delta_val = np.ones(n, np.float32)
+                    pushes = [0]
+
+                    def push():
+                        sess.run(push_op, {delta: delta_val})
+                        pushes[0] += 1
+
+                    with tf.Session(worker.target) as sess:
+                        sess.run(tf.global_variables_initializer())
+                        out = interleaved({
+                            "pull": (raw.timer("pull"), lambda: _sample(lambda: sess.run(pulled))),
+                            "push": (raw.timer("push"), lambda: _sample(push))}, repeats)
+                        out.update(interleaved({"tiny": (
+                            raw.timer("tiny", tiny_n),
+                            lambda: _sample(lambda: sess.run(tiny_op), tiny_n))}, 5))
+                        got = sess.run(v[:1])[0]
+                        if got != pushes[0]:
+                            raise AssertionError("push lost updates: %s != %s" % (got, pushes[0]))
+            finally:
+                worker.stop()
+    finally:
+        raw.close()
     return out
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="zps transfer benchmark")
     parser.add_argument("--mb", type=int, default=64, help="payload size in MB (default 64)")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--tiny", type=int, default=300, help="tiny round trips per sample")
+    parser.add_argument("--raw-tuned", action="store_true",
+                        help="give the raw processes zps's allocator tuning too (a stricter baseline)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     nbytes = args.mb * MB
-    raw = bench_raw(nbytes, args.repeats, args.tiny)
-    zps_ = bench_zps(nbytes, args.repeats, args.tiny)
+    t = bench(nbytes, args.repeats, args.tiny, args.raw_tuned)
     result = {
         "payload_mb": args.mb,
-        "raw_pull_gbs": nbytes / raw["pull_s"] / 1e9,
-        "raw_push_gbs": nbytes / raw["push_s"] / 1e9,
-        "raw_tiny_us": raw["tiny_s"] * 1e6,
-        "zps_pull_gbs": nbytes / zps_["pull_s"] / 1e9,
-        "zps_push_gbs": nbytes / zps_["push_s"] / 1e9,
-        "zps_tiny_us": zps_["tiny_s"] * 1e6,
+        "raw_allocator_tuned": args.raw_tuned,
+        "raw_pull_gbs": nbytes / t["pull"][0] / 1e9,
+        "raw_push_gbs": nbytes / t["push"][0] / 1e9,
+        "raw_tiny_us": t["tiny"][0] * 1e6,
+        "zps_pull_gbs": nbytes / t["pull"][1] / 1e9,
+        "zps_push_gbs": nbytes / t["push"][1] / 1e9,
+        "zps_tiny_us": t["tiny"][1] * 1e6,
     }
     result["pull_ratio"] = result["zps_pull_gbs"] / result["raw_pull_gbs"]
     result["push_ratio"] = result["zps_push_gbs"] / result["raw_push_gbs"]

@@ -30,6 +30,11 @@ from zps.ops.random_ops import *  # noqa: F403
 from zps.ops.init_ops import *  # noqa: F403
 from zps.ops.control_flow_ops import *  # noqa: F403
 from zps.ops.data_flow_ops import *  # noqa: F403
+from zps.ops.partitioned_variables import *  # noqa: F403
+from zps.ops.partition_ops import *  # noqa: F403
+from zps.ops.sparse_ops import *  # noqa: F403
+from zps.ops.script_ops import *  # noqa: F403
+from zps.ops.resources import *  # noqa: F403
 from zps.ops.gradients_impl import gradients
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions

@@ -153,6 +153,35 @@ def test_ps_restarted_between_steps_gives_aborted():
                     sess.run(y)
 
 
+@pytest.mark.parametrize("in_process_master", [True, False])
+def test_a_plan_first_registered_after_a_ps_restart_is_aborted_too(in_process_master):
+    # The new ps has lost the session's state: running any step on it (even one whose plan the
+    # session never registered before) without an AbortedError would read an empty ps.
+    in_process = [("worker", 0)] if in_process_master else []
+    with LocalCluster({"ps": 1, "worker": 1}, in_process=in_process) as cluster:
+        server = tf.train.Server(cluster.spec, "worker", 0) if in_process_master else None
+        try:
+            with tf.Graph().as_default():
+                v, y = _ps_variable_graph()
+                z = v * 5.0
+                target = server.target if server is not None else cluster.target("worker", 0)
+                with tf.Session(target) as sess:
+                    sess.run(v.initializer)
+                    assert sess.run(y) == 3.0
+                    cluster.restart("ps", 0)
+                    with pytest.raises(tf.errors.AbortedError, match="restarted"):
+                        sess.run(z)   # a plan registered only now
+                    # Told once: the session's other plans run on the new ps without a second
+                    # abort (and find its state gone).
+                    with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized"):
+                        sess.run(y)
+                    sess.run(v.initializer)
+                    assert sess.run(z) == 5.0
+        finally:
+            if server is not None:
+                server.stop()
+
+
 def test_garbage_bytes_do_not_crash_a_server():
     with LocalCluster({"ps": 1}) as cluster:
         host, port = cluster.address("ps", 0).rsplit(":", 1)

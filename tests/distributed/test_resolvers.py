@@ -142,7 +142,10 @@ def slurm(monkeypatch):
     for name in ["SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_JOB_NODELIST",
                  "SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_TASKS_PER_NODE",
                  "SLURM_STEP_TASKS_PER_NODE", "SLURM_LOCALID", "CUDA_VISIBLE_DEVICES"]:
-        monkeypatch.delenv(name, raising=False)
+        # setenv first so that monkeypatch restores the original state (often: unset) even
+        # when the resolver under test sets the variable itself (CUDA_VISIBLE_DEVICES).
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
 
     def set_env(**env):
         for name, value in env.items():

@@ -489,6 +489,27 @@ def test_sparse_accumulator_averages_per_index_and_sums_duplicates():
         assert shape.tolist() == [5, 2]
 
 
+def test_sparse_accumulator_of_sorted_gradients_over_several_rounds():
+    # Strictly increasing indices (as one accumulator's output feeds the next) are taken as they
+    # are; the accumulator still owns its buffers: the inputs stay intact round after round.
+    with tf.Graph().as_default():
+        acc = SparseConditionalAccumulator(tf.float32, shape=[6, 1], reduction_type="MEAN")
+        a_val = np.array([[2.0], [4.0], [6.0]], np.float32)
+        a = acc.apply_grad(tf.constant([1, 2, 5], tf.int64), tf.constant(a_val), local_step=5)
+        b = acc.apply_grad([2, 3], [[8.0], [1.0]], local_step=5)
+        take = acc.take_grad(2)
+        with tf.Session() as sess:
+            sess.run(acc.set_global_step(5))
+            for _ in range(2):
+                sess.run(a)
+                sess.run(b)
+                idx, val, _ = sess.run(take)
+                assert idx.tolist() == [1, 2, 3, 5]
+                # Each row averaged over the gradients that carried it (TF1: per-row counts).
+                np.testing.assert_allclose(val.ravel(), [2.0, 6.0, 1.0, 6.0])
+                sess.run(acc.set_global_step(5))
+
+
 def test_sparse_accumulator_indexed_slices_sum_and_stale():
     with tf.Graph().as_default():
         acc = SparseConditionalAccumulator(tf.float32, shape=(), reduction_type="SUM")

@@ -357,6 +357,29 @@ def test_sparse_run_time_errors():
                 sess.run(step, {g: np.zeros((1, 1, 2), np.float32), i: [[0]]})
 
 
+def test_sparse_rows_of_sorted_unsorted_and_repeated_ids():
+    # Strictly increasing ids skip the sort; ids that only look sorted (repeats) do not; any
+    # out-of-range id fails whatever the order, naming the first bad offset.
+    with tf.Graph().as_default():
+        w = tf.Variable(np.zeros((6, 2), np.float32), name="w")
+        g = tf.placeholder(tf.float32, [None, 2])
+        i = tf.placeholder(tf.int64, [None])
+        step = ops.sparse_apply_gradient_descent(w, 1.0, g, i)
+        rows = np.arange(1, 9, dtype=np.float32).reshape(4, 2)
+        with tf.Session() as sess:
+            for ids in ([0, 2, 3, 5], [5, 0, 3, 2], [0, 2, 2, 5], [5, 5, 5, 5]):
+                sess.run(w.initializer)
+                got = sess.run(step, {g: rows, i: ids})
+                want = np.zeros((6, 2), np.float32)
+                np.subtract.at(want, ids, rows)
+                np.testing.assert_array_equal(got, want, err_msg=str(ids))
+            for ids, bad, offset in (([-1, 2], -1, 0), ([1, 6], 6, 1), ([0, 1, 9, 2], 9, 2)):
+                with pytest.raises(tf.errors.InvalidArgumentError,
+                                   match=r"Index %d at offset %d in indices is out of range "
+                                         r"\[0, 6\) for variable w" % (bad, offset)):
+                    sess.run(step, {g: rows[:len(ids)], i: ids})
+
+
 def test_uninitialized_slot_is_a_failed_precondition():
     with tf.Graph().as_default():
         w = tf.Variable(np.zeros(3, np.float32), name="w")

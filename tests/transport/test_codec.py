@@ -237,8 +237,10 @@ def test_frame_count_mismatch():
     rejected(good[:-1], "tensor 0: declares 3 frames but the message has 2 left")
     rejected(good + [b""], "message has 5 frames, header describes 4")
     rejected(good[:1], "declares 3 frames but the message has 0 left")
-    for n in (0, -1, "3", None, 2.0, True):
+    for n in (-1, "3", None, 2.0, True):
         rejected(raw(header(t=[["uint8", [0], n]]), b""), "tensor 0: declares")
+    # 0 frames: a streamed tensor, which only a StreamAssembler takes (tests/transport/test_streaming.py)
+    rejected(raw(header(t=[["uint8", [4], 0]])), "tensor 0 is streamed: the message needs a StreamAssembler")
     rejected(raw(header(), b"stray"), "message has 2 frames, header describes 1")
 
 

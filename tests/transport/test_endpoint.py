@@ -149,7 +149,8 @@ def test_request_reply_with_tensors(client, server):
     assert got_words.tolist() == words.tolist()
     assert got_scalar.shape == () and got_scalar == 2.5
     stats = server.stats
-    assert stats.messages_in == stats.messages_out == 1
+    # ZeroMQ messages: the head, then the chunks of the streamed 16 MB tensor, each way.
+    assert stats.messages_in == stats.messages_out == 1 + big.nbytes // protocol.STREAM_CHUNK_BYTES
     assert stats.bytes_in > big.nbytes and stats.bytes_out > big.nbytes and stats.malformed == 0
 
 
@@ -285,10 +286,22 @@ def test_peer_restarted_while_a_request_waits_does_not_hang(client, processes):
     assert isinstance(exc, PeerUnavailableError)
 
 
+def _wait_stopped(pid):
+    """Signals are delivered asynchronously: wait until the kernel shows the process stopped."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        with open("/proc/%d/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.01)
+    raise AssertionError("process %d did not stop" % pid)
+
+
 def test_frozen_peer_is_unavailable_after_peer_timeout(client, processes):
     proc, address = processes()
     assert result(client.request(address, "pid")).body == proc.pid
     proc.send_signal(signal.SIGSTOP)   # connection stays up, nothing answers (killed at teardown)
+    _wait_stopped(proc.pid)
     exc, took = failure(client.request(address, "echo", peer_timeout=1.0))
     assert isinstance(exc, PeerUnavailableError) and "no answer" in str(exc)
     assert 0.9 < took < 4.0

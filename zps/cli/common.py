@@ -6,8 +6,8 @@ import os
 
 from zps.distributed.cluster_spec import ClusterSpec
 from zps.distributed.resolvers import TFConfigClusterResolver
-
-BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+from zps.runtime.threads import BLAS_THREAD_VARS, blas_threads_per_task  # noqa: F401 - re-exported
+from zps.transport import security
 
 
 def add_cluster_flags(parser, default_job):
@@ -93,15 +93,40 @@ def task_env(cluster, job, index, base=None, blas_threads=None):
     return env
 
 
-def blas_threads_per_task(num_local_tasks, cores=None):
-    """BLAS threads for each of ``num_local_tasks`` tasks sharing this machine's cores, so that
-    matmul-heavy tasks do not oversubscribe them (at least 1)."""
-    if cores is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except AttributeError:  # not on Linux
-            cores = os.cpu_count() or 1
-    return max(1, cores // max(1, num_local_tasks))
+def add_security_flags(parser):
+    """The CURVE/pickle flags. They only set the environment variables of
+    zps.transport.security (flags win over the environment), so a task's keys are given one way
+    whether it was started by hand, by zps-launch or from TF_CONFIG."""
+    group = parser.add_argument_group("security", "CURVE authentication and encryption (keys "
+                                      "from `zps keygen`); default: the ZPS_CURVE_* variables")
+    group.add_argument("--curve_secret_key_file", default=None, metavar="FILE",
+                       help="this task's keypair, a *.key_secret file (%s); turns CURVE on"
+                       % security.SECRET_KEY_ENV)
+    group.add_argument("--curve_server_key_file", default=None, metavar="FILE",
+                       help="the cluster's public key, a *.key file (%s; default: the public half "
+                       "of the secret key file)" % security.SERVER_KEY_ENV)
+    group.add_argument("--curve_allowed_keys_dir", default=None, metavar="DIR",
+                       help="public *.key files of other clients to accept (%s)"
+                       % security.ALLOWED_KEYS_ENV)
+    group.add_argument("--allow_pickle", action="store_true",
+                       help="accept and send pickled Python callables (tf.py_func) without CURVE "
+                       "(%s=1); only on a network you trust" % security.ALLOW_PICKLE_ENV)
+
+
+def apply_security_flags(args, environ=None):
+    """Put the security flags into ``environ`` (default os.environ) and check the keys they name;
+    returns the CurveConfig in force (None: plain). Raises KeyConfigError (a ValueError) saying
+    which key is missing or malformed, before anything is started."""
+    env = os.environ if environ is None else environ
+    for flag, var in (("curve_secret_key_file", security.SECRET_KEY_ENV),
+                      ("curve_server_key_file", security.SERVER_KEY_ENV),
+                      ("curve_allowed_keys_dir", security.ALLOWED_KEYS_ENV)):
+        value = getattr(args, flag, None)
+        if value:
+            env[var] = os.path.abspath(value)
+    if getattr(args, "allow_pickle", False):
+        env[security.ALLOW_PICKLE_ENV] = "1"
+    return security.curve_from_env(env)
 
 
 def setup_logging(prog):

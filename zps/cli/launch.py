@@ -8,8 +8,10 @@ launched by hand (its ps tasks call ``server.join()``; ``--ps_script`` serves th
 ``zps-ps`` instead, for scripts without a ps branch). Each line a task prints comes out prefixed
 (``[worker:0] ...``). When every worker has exited 0 the ps tasks (which never exit, as in TF1)
 are stopped and zps-launch exits 0. If a task fails, the others are stopped and zps-launch exits 1
-naming it; Ctrl-C stops everything. BLAS/OpenMP threads are limited per task so the tasks share
-the cores instead of oversubscribing them (unless the environment already sets them).
+naming it (with ``--restart``, it is first started again, up to ``--max_restarts`` times: the
+workers' MonitoredTrainingSession recovers from the last checkpoint); Ctrl-C stops everything.
+BLAS/OpenMP threads are limited per task so the tasks share the cores instead of
+oversubscribing them (unless the environment already sets them).
 """
 
 import argparse
@@ -48,6 +50,8 @@ class _Task:
         self.name = "%s:%d" % (job, index)
         self.proc = None
         self.reader = None
+        self.restarts = 0          # times --restart started this task again
+        self.restart_at = None     # when the pending restart is due (monotonic), or None
 
     def returncode(self):
         return self.proc.poll() if self.proc is not None else None
@@ -58,7 +62,8 @@ class Launcher:
 
     def __init__(self, script, script_args=(), num_ps=1, num_workers=1, host="127.0.0.1",
                  ps_script=False, threads_per_task=None, grace_period_secs=5.0,
-                 start_timeout_secs=60.0, out=None, err=None, progress_secs=10.0):
+                 start_timeout_secs=60.0, out=None, err=None, progress_secs=10.0,
+                 restart=False, max_restarts=3, restart_backoff_secs=1.0):
         if num_workers < 1:
             raise ValueError("--workers must be at least 1, got %d" % num_workers)
         if num_ps < 0:
@@ -68,6 +73,8 @@ class Launcher:
         self.grace_period_secs = grace_period_secs
         self.start_timeout_secs = start_timeout_secs
         self.progress_secs = progress_secs
+        self.restart, self.max_restarts = restart, max_restarts
+        self.restart_backoff_secs = restart_backoff_secs
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         ports = iter(free_ports(num_ps + num_workers, host))
@@ -108,6 +115,8 @@ class Launcher:
 
     def _spawn(self, task):
         env = common.task_env(self.cluster, task.job, task.index, blas_threads=self.threads_per_task)
+        env.update(self.extra_env)   # --curve: the throwaway cluster key
+        env.update(self.gpu_env(task))   # --gpus-per-worker
         # Own session: a Ctrl-C in the terminal reaches zps-launch only, which stops the tasks.
         task.proc = subprocess.Popen(self.command(task), env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -145,7 +154,73 @@ class Launcher:
         """Signal handler: stop everything (Ctrl-C, SIGTERM)."""
         self._interrupt = signum
 
+    # -- --gpus-per-worker -----------------------------------------------------------------------
+    gpu_slices = None   # worker index -> its CUDA_VISIBLE_DEVICES, once assign_gpus ran
+
+    def assign_gpus(self, gpus_per_worker, gpus=None):
+        """Give worker i the GPUs ``gpus[i*K:(i+1)*K]`` (K = ``gpus_per_worker``) through its
+        ``CUDA_VISIBLE_DEVICES`` (so it sees them as /gpu:0..K-1); ps tasks see none. ``gpus``:
+        the GPU ids to hand out (``--gpus``), by default this process's CUDA_VISIBLE_DEVICES or
+        every GPU cupy sees. Raises ValueError when there are not enough."""
+        if gpus_per_worker < 0:
+            raise ValueError("--gpus-per-worker must be >= 0, got %d" % gpus_per_worker)
+        if not gpus_per_worker:
+            return {}
+        source = "--gpus"
+        if gpus is None:
+            gpus, source = available_gpus()
+        gpus = [str(g).strip() for g in gpus if str(g).strip()]
+        if len(set(gpus)) != len(gpus):
+            raise ValueError("--gpus lists a GPU twice: %s" % ",".join(gpus))
+        need = gpus_per_worker * len(self.workers)
+        if need > len(gpus):
+            raise ValueError(
+                "--gpus-per-worker %d for %d worker(s) needs %d GPU(s), but only %d %s available"
+                "%s; pass --gpus with the GPU ids to use, or fewer --workers / --gpus-per-worker"
+                % (gpus_per_worker, len(self.workers), need, len(gpus),
+                   "is" if len(gpus) == 1 else "are",
+                   " (%s from %s)" % (",".join(gpus), source) if gpus else " (%s)" % source))
+        self.gpu_slices = {i: ",".join(gpus[i * gpus_per_worker:(i + 1) * gpus_per_worker])
+                           for i in range(len(self.workers))}
+        return self.gpu_slices
+
+    def gpu_env(self, task):
+        if self.gpu_slices is None:
+            return {}
+        return {"CUDA_VISIBLE_DEVICES": self.gpu_slices.get(task.index, "")
+                if task.job == "worker" else ""}
+
     # -- the run ---------------------------------------------------------------------------------
+    # -- --curve ---------------------------------------------------------------------------------
+    extra_env = {}
+    keys_dir = None
+    _progress_transport = None
+
+    def enable_curve(self):
+        """--curve: a throwaway cluster keypair (in a private temporary directory, removed by
+        ``close()``) that every task gets through ZPS_CURVE_SECRET_KEY_FILE; returns its dir."""
+        import tempfile
+
+        from zps.transport import endpoint, security
+        self.keys_dir = tempfile.mkdtemp(prefix="zps-launch-keys-")   # mode 0700
+        _, secret_file = security.create_keypair(self.keys_dir, "cluster")
+        # Inherited settings of another cluster would make the tasks distrust each other.
+        self.extra_env = {security.SECRET_KEY_ENV: secret_file, security.SERVER_KEY_ENV: "",
+                          security.ALLOWED_KEYS_ENV: ""}
+        self._progress_transport = endpoint.Transport(
+            curve=security.CurveConfig.from_files(secret_file), name="zps-launch-io")
+        return self.keys_dir
+
+    def close(self):
+        """Forget the --curve keys (after the tasks are stopped)."""
+        import shutil
+        if self._progress_transport is not None:
+            self._progress_transport.close()
+            self._progress_transport = None
+        if self.keys_dir is not None:
+            shutil.rmtree(self.keys_dir, ignore_errors=True)
+            self.keys_dir = None
+
     def run(self):
         self._started = time.monotonic()
         all_tasks = self.ps + self.workers
@@ -208,11 +283,11 @@ class Launcher:
                 return "interrupted"
             for t in self.workers:
                 code = t.returncode()
-                if code not in (None, 0):
+                if code not in (None, 0) and not self._supervise(t, code):
                     return self._failed(t, code)
             for t in self.ps:
                 code = t.returncode()
-                if code is not None:
+                if code is not None and not self._supervise(t, code):
                     return self._failed(t, code, hint=" while workers were running: " + PS_HINT)
             if all(t.returncode() == 0 for t in self.workers):
                 return None
@@ -222,7 +297,7 @@ class Launcher:
         """One line of progress from the ps tasks' Status (steps served, rate); returns the new
         reference point. Tasks that do not answer within a second are left out."""
         from zps.transport.endpoint import default_transport
-        transport = default_transport()
+        transport = self._progress_transport or default_transport()
         futures = [(t, transport.request(t.address, "Status", {}, timeout=1.0)) for t in self.ps]
         served = {}
         for t, f in futures:
@@ -241,10 +316,43 @@ class Launcher:
             return now, total
         return then, served_then
 
+    def _supervise(self, task, code):
+        """--restart: start a task that died abnormally again (same address and flags) after a
+        back-off doubling from restart_backoff_secs, at most max_restarts times; True while the
+        task is (to be) restarted, False when it is not supervised or out of restarts."""
+        if not self.restart or task.restarts >= self.max_restarts:
+            return False
+        now = time.monotonic()
+        if task.restart_at is None:
+            delay = self.restart_backoff_secs * 2 ** task.restarts
+            task.restart_at = now + delay
+            self.say("%s %s; restarting it in %.1f s (restart %d of %d)"
+                     % (task.name, _describe_exit(code), delay, task.restarts + 1, self.max_restarts))
+        elif now >= task.restart_at:
+            if task.reader is not None:
+                task.reader.join(timeout=5)
+            task.restarts += 1
+            task.restart_at = None
+            self._spawn(task)
+            self.say("restarted %s at %s (pid %d)" % (task.name, task.address, task.proc.pid))
+        return True
+
     def _failed(self, task, code, hint=""):
         message = "%s %s%s" % (task.name, _describe_exit(code), hint)
         self.say("%s; stopping the other tasks" % message)
         return message
+
+
+def available_gpus():
+    """``(gpu ids, where they came from)``: CUDA_VISIBLE_DEVICES when set, else the GPUs cupy
+    sees (none without cupy)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g for g in visible.split(",") if g.strip()], "CUDA_VISIBLE_DEVICES"
+    from zps.framework.device import visible_gpu_count
+    n = visible_gpu_count()
+    return [str(i) for i in range(n)], "the GPUs cupy sees" if n else \
+        "no GPU is visible: cupy is missing or sees none"
 
 
 def build_parser(prog="zps-launch"):
@@ -265,6 +373,25 @@ def build_parser(prog="zps-launch"):
                         help="time a ps task gets to start serving")
     parser.add_argument("--progress_secs", type=float, default=10.0,
                         help="print the ps tasks' steps served every this many seconds (0: off)")
+    parser.add_argument("--restart", action="store_true",
+                        help="supervise the tasks: start a task that died abnormally (a ps that "
+                        "exited, a worker that failed) again at its address, up to --max_restarts "
+                        "times with a doubling back-off; MonitoredTrainingSession recovers")
+    parser.add_argument("--max_restarts", type=int, default=3,
+                        help="restarts allowed per task with --restart (default 3)")
+    parser.add_argument("--restart_backoff_secs", type=float, default=1.0,
+                        help="wait before the first restart of a task; doubles each time")
+    parser.add_argument("--curve", action="store_true",
+                        help="authenticate and encrypt the cluster's traffic with CURVE, using a "
+                        "throwaway cluster keypair made for this run (see zps keygen for keys "
+                        "of your own, given with the ZPS_CURVE_* variables)")
+    parser.add_argument("--gpus-per-worker", "--gpus_per_worker", dest="gpus_per_worker", type=int,
+                        default=0, metavar="K",
+                        help="give each worker task K GPUs of its own (its CUDA_VISIBLE_DEVICES: "
+                        "it sees them as /gpu:0..K-1); ps tasks get none")
+    parser.add_argument("--gpus", default=None, metavar="IDS",
+                        help="comma-separated GPU ids to share out with --gpus-per-worker "
+                        "(default: CUDA_VISIBLE_DEVICES, else every GPU cupy sees)")
     parser.add_argument("script", help="the Python training script")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
     return parser
@@ -281,14 +408,28 @@ def main(argv=None, prog="zps-launch"):
                             threads_per_task=args.threads_per_task,
                             grace_period_secs=args.grace_period_secs,
                             start_timeout_secs=args.start_timeout_secs,
-                            progress_secs=args.progress_secs)
+                            progress_secs=args.progress_secs, restart=args.restart,
+                            max_restarts=args.max_restarts,
+                            restart_backoff_secs=args.restart_backoff_secs)
     except ValueError as e:
         print("%s: %s" % (prog, e), file=sys.stderr)
         return 2
+    try:
+        slices = launcher.assign_gpus(args.gpus_per_worker,
+                                      None if args.gpus is None else args.gpus.split(","))
+    except ValueError as e:
+        print("%s: %s" % (prog, e), file=sys.stderr)
+        return 2
+    if slices:
+        launcher.say("GPUs (CUDA_VISIBLE_DEVICES): %s; ps tasks: none" % ", ".join(
+            "worker:%d=%s" % kv for kv in sorted(slices.items())))
+    if args.curve:
+        launcher.enable_curve()
     previous = {sig: signal.signal(sig, launcher.interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         return launcher.run()
     finally:
+        launcher.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

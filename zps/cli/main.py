@@ -3,6 +3,7 @@
     zps launch --ps 2 --workers 2 trainer.py
     zps ps --ps_hosts=... --worker_hosts=... --task_index=0
     zps worker --ps_hosts=... --worker_hosts=... --task_index=1 trainer.py
+    zps keygen --out keys [--name cluster] [--force]
 """
 
 import sys
@@ -13,6 +14,8 @@ COMMANDS = {
     "launch": ("zps.cli.launch", "run N ps + M workers of a training script on this machine"),
     "ps": ("zps.cli.ps", "serve one ps task until SIGTERM/SIGINT"),
     "worker": ("zps.cli.worker", "run a training script as one worker task"),
+    "keygen": ("zps.cli.keygen", "write a CURVE keypair for an authenticated cluster"),
+    "status": ("zps.cli.status", "show each task of a cluster: up/down, uptime, steps, traffic"),
 }
 
 

@@ -4,7 +4,8 @@
     TF_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 1}}' zps-ps
 
 Flags win over ``TF_CONFIG``. ``--bind_address 0.0.0.0:2222`` listens on another local address
-than the cluster's (e.g. when the cluster names a Kubernetes service).
+than the cluster's (e.g. when the cluster names a Kubernetes service). ``--curve_secret_key_file``
+(or ``ZPS_CURVE_SECRET_KEY_FILE``) makes the task a CURVE server: see ``zps keygen``.
 """
 
 import argparse
@@ -24,6 +25,7 @@ def build_parser(prog="zps-ps"):
     parser.add_argument("--bind_address", default=None,
                         help="local host:port to listen on instead of the task's address in the "
                              "cluster (e.g. 0.0.0.0:2222)")
+    common.add_security_flags(parser)
     return parser
 
 
@@ -32,6 +34,7 @@ def main(argv=None, prog="zps-ps"):
     log = common.setup_logging(prog)
     try:
         cluster, job, index = common.resolve_task(args, default_job="ps")
+        common.apply_security_flags(args)   # before the server's transport reads them
     except ValueError as e:
         log.error("%s", e)
         return 2

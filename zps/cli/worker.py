@@ -6,7 +6,8 @@ The script gets the cluster both ways, so scripts of either style run unchanged:
 trainer's flags (``--ps_hosts --worker_hosts --job_name=worker --task_index``, placed before the
 script's own arguments, which therefore win) and ``TF_CONFIG`` in its environment. Without host
 flags the cluster comes from ``TF_CONFIG``. The script replaces this process (same pid, signals
-and exit code).
+and exit code). The security flags (``--curve_secret_key_file`` ...) reach the script as the
+``ZPS_CURVE_*`` variables of zps.transport.security.
 """
 
 import argparse
@@ -23,6 +24,7 @@ def build_parser(prog="zps-worker"):
         prog=prog, description="Run a training script as one worker task; it gets the cluster "
         "as the seed's flags and as TF_CONFIG.")
     common.add_cluster_flags(parser, default_job="worker")
+    common.add_security_flags(parser)
     parser.add_argument("script", help="the Python training script")
     parser.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script")
     return parser
@@ -38,6 +40,7 @@ def main(argv=None, prog="zps-worker"):
     log = common.setup_logging(prog)
     try:
         cluster, job, index = common.resolve_task(args, default_job="worker")
+        common.apply_security_flags(args)   # the script inherits them through its environment
     except ValueError as e:
         log.error("%s", e)
         return 2

@@ -75,7 +75,45 @@ class RunOptions(_Message):
                "inter_op_thread_pool": 0, "report_tensor_allocations_upon_oom": False}
 
 
-class RunMetadata(_Message):
-    """Filled by ``Session.run(..., run_metadata=)``: ``step_stats`` is a list of per-op records."""
+class NodeExecStats(_Message):
+    """One op's execution in a traced step (TF1's step_stats_pb2.NodeExecStats).
 
-    _FIELDS = {"step_stats": list, "partition_graphs": list, "cost_graph": None}
+    Times are microseconds: ``all_start_micros`` since the epoch, the ``*_rel_micros`` relative to
+    it. ``timeline_label`` reads ``"name = Type(input, ...)"`` (what timelines parse for dataflow).
+    """
+
+    _FIELDS = {"node_name": "", "all_start_micros": 0, "op_start_rel_micros": 0,
+               "op_end_rel_micros": 0, "all_end_rel_micros": 0, "timeline_label": "",
+               "scheduled_micros": 0, "thread_id": 0, "output": list, "memory": list}
+
+
+class DeviceStepStats(_Message):
+    """The ops one device (a task's CPU) ran in a traced step."""
+
+    _FIELDS = {"device": "", "node_stats": list}
+
+
+class StepStats(list):
+    """A traced step's per-device records (TF1's StepStats): ``step_stats.dev_stats`` is the list
+    of DeviceStepStats (the object itself, so ``run_metadata.step_stats == []`` when untraced)."""
+
+    @property
+    def dev_stats(self):
+        return self
+
+    def add_device(self, device, records):
+        """Append a DeviceStepStats for ``device`` from executor trace records (see
+        ``zps.runtime.executor.Plan.run_traced``); returns it."""
+        dev = DeviceStepStats(device=device, node_stats=[NodeExecStats(
+            node_name=name, all_start_micros=start, op_start_rel_micros=0,
+            op_end_rel_micros=end - start, all_end_rel_micros=end - start, timeline_label=label,
+            thread_id=thread) for name, start, end, label, thread in records])
+        self.append(dev)
+        return dev
+
+
+class RunMetadata(_Message):
+    """Filled by ``Session.run(..., options=RunOptions(trace_level=FULL_TRACE), run_metadata=)``:
+    ``step_stats.dev_stats[i].node_stats`` are the per-op records of each device (task)."""
+
+    _FIELDS = {"step_stats": StepStats, "partition_graphs": list, "cost_graph": None}

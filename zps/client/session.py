@@ -17,7 +17,7 @@ import numpy as np
 from zps.client.config import ConfigProto
 from zps.distributed.session_target import runner_for_target
 from zps.framework import default_session, errors
-from zps.framework.device import DeviceSpec
+from zps.framework.device import DeviceSpec, visible_gpu_count
 from zps.framework.graph import (
     IndexedSlices,
     Operation,
@@ -47,20 +47,32 @@ class _LocalRunner:
         self._config = config
         self.resources = ResourceManager()
         self._running = set()   # contexts of steps in flight, cancelled by close()
+        self._gpu_ids = session_gpu_ids(config)
         self._plans = PlanCache(graph, lambda feeds, fetches, targets: Plan(
-            feeds, fetches, targets, placement_check=self._check_placement))
+            feeds, fetches, targets, placement_check=self._check_placement,
+            soft_placement=bool(config.allow_soft_placement), gpu_ids=self._gpu_ids))
 
     def run(self, feeds, feed_values, fetches, targets, options, run_metadata):
         plan = self._plans.get(feeds, fetches, targets)
         ctx = StepContext(self.resources)
         self._running.add(ctx)
         try:
+            if options is not None and options.trace_level and run_metadata is not None:
+                values, records = plan.run_traced(ctx, feed_values)
+                run_metadata.step_stats.add_device(
+                    "/job:localhost/replica:0/task:0/device:CPU:0", records)
+                return values
             return plan.run(ctx, feed_values)
         finally:
             self._running.discard(ctx)
 
     def list_devices(self):
-        return [DeviceAttributes("/job:localhost/replica:0/task:0/device:CPU:0", "CPU", 0, 0)]
+        devices = [DeviceAttributes("/job:localhost/replica:0/task:0/device:CPU:0", "CPU", 0, 0)]
+        n = visible_gpu_count()
+        if self._gpu_ids is not None:
+            n = sum(1 for i in self._gpu_ids if i < n)
+        return devices + [DeviceAttributes("/job:localhost/replica:0/task:0/device:GPU:%d" % i,
+                                           "GPU", 0, 0) for i in range(n)]
 
     def _check_placement(self, op):
         if not op.device:
@@ -73,18 +85,34 @@ class _LocalRunner:
                 "''). Open the session on a server of that cluster instead, e.g. "
                 "tf.Session(server.target), or remove the job/task from its device."
                 % (op.name, op.device))
-        if d.device_type == "GPU" and not self._config.allow_soft_placement:
-            raise errors.InvalidArgumentError(
-                op.name, op,
-                "Cannot assign a device for op '%s': it asks for %s but this session runs on the "
-                "CPU only. Set ConfigProto(allow_soft_placement=True) to place it on the CPU."
-                % (op.name, op.device))
+        # GPU devices are placed by the plan (zps.ops.cupy_kernels.place).
 
     def close(self):
         closed = errors.CancelledError(None, None, "Session closed while the step was running")
         for ctx in list(self._running):
             ctx.cancel(closed)
         self.resources.close()
+
+
+def session_gpu_ids(config):
+    """The GPUs of this process a session's ``/gpu:i`` name, as TF1's ConfigProto selects them:
+    ``gpu_options.visible_device_list`` ("1,0": /gpu:0 is GPU 1) and ``device_count['GPU']`` (at
+    most that many); None when the config restricts nothing."""
+    listed = getattr(getattr(config, "gpu_options", None), "visible_device_list", "") or ""
+    ids = None
+    if listed.strip():
+        try:
+            ids = [int(v) for v in listed.split(",")]
+        except ValueError:
+            ids = []
+        if not ids or min(ids) < 0 or len(set(ids)) != len(ids):
+            raise errors.InvalidArgumentError(
+                None, None, "gpu_options.visible_device_list %r is not a list of distinct GPU "
+                "ids, e.g. '0' or '1,0'" % listed)
+    limit = (getattr(config, "device_count", None) or {}).get("GPU")
+    if limit is not None:
+        ids = (list(range(int(limit))) if ids is None else ids)[:max(int(limit), 0)]
+    return ids
 
 
 class BaseSession:

@@ -9,6 +9,7 @@ task aborts the step everywhere and reaches the client as the right OpError.
 import concurrent.futures
 import random
 import threading
+import time
 
 from zps.distributed.partition import partition
 from zps.framework import errors
@@ -88,6 +89,11 @@ def _check_device_filters(parts, filters, own_task, config, fetches, targets):
                "/job:%s/task:%d" % task))
 
 
+def task_device(task):
+    """The full name of ``task``'s CPU device, as step stats name it."""
+    return "/job:%s/replica:0/task:%d/device:CPU:0" % (task.job, task.index)
+
+
 class _TaskPart:
     __slots__ = ("task", "address", "partition", "feed_indices", "fetch_indices", "handle",
                  "epoch", "worker")
@@ -125,28 +131,103 @@ class _Step:
 class StepPlan:
     """The partitioned, registered form of one (feeds, fetches, targets) of a session."""
 
-    def __init__(self, server, feeds, fetches, targets, peer_timeout, config=None):
-        """``config``: the session's ConfigProto (its ``device_filters`` are honoured) or None."""
+    def __init__(self, server, feeds, fetches, targets, peer_timeout, config=None,
+                 incarnations=None):
+        """``config``: the session's ConfigProto (its ``device_filters`` and
+        ``allow_soft_placement`` are honoured) or None. ``incarnations``: task -> the incarnation
+        the session first registered with, shared by the session's plans (a task that restarted
+        since then fails a step with AbortedError, even for a plan registered only now)."""
         self._server = server
         self._peer_timeout = peer_timeout
+        self._incarnations = {} if incarnations is None else incarnations
         self._n_fetches = len(fetches)
         fed = {t: i for i, t in enumerate(feeds)}
         self._fed_fetches = [(i, fed[t]) for i, t in enumerate(fetches) if t in fed]
-        parts = partition(feeds, fetches, targets, server.task, server.cluster_tasks())
+        parts = partition(feeds, fetches, targets, server.task, server.cluster_tasks(),
+                          soft_placement=bool(getattr(config, "allow_soft_placement", False)))
         _check_device_filters(parts, device_filters(config), server.task, config, fetches,
                               targets)
         self._parts = [_TaskPart(task, server.address_of(task), p) for task, p in parts.items()]
         self._lock = threading.Lock()
         self._running = set()
 
-    def run(self, feed_values):
+    def run(self, feed_values, trace=None):
+        """Run one step; returns the fetched values.
+
+        ``trace``: None, or a list to extend with ``(device, records)`` per partition (the
+        partition's per-op records, ``Plan.run_traced``) plus the master's own device, whose
+        records span each remote partition's RunGraph request (start to reply).
+        """
         self._register()
         step = _Step(self, random.getrandbits(62))
         self._running.add(step)
         try:
-            return self._run(step, feed_values)
+            if trace is None:
+                return self._run(step, feed_values)
+            return self._run_traced(step, feed_values, trace)
         finally:
             self._running.discard(step)
+
+    def _run_traced(self, step, feed_values, trace):
+        # The slower twin of _run: every partition records its ops; untraced steps never come here.
+        futures = {}
+        per_part = {id(tp): [] for tp in self._parts}
+        rpc_records = []
+        inline = None
+        for tp in self._parts:
+            values = [feed_values[i] for i in tp.feed_indices]
+            t0 = time.time()
+            if tp.worker is not None and inline is None:
+                inline = (tp, values)   # run in this thread after starting the others, as _run does
+                continue
+            if tp.worker is not None:
+                f = self._server.pool.submit(tp.worker.run_graph, tp.handle, step.id, values,
+                                             per_part[id(tp)])
+            else:
+                f = self._server.transport.request(
+                    tp.address, "RunGraph", {"handle": tp.handle, "step": step.id, "trace": True},
+                    values, peer_timeout=self._peer_timeout)
+                f.add_done_callback(lambda f, tp=tp, t0=t0: rpc_records.append((
+                    "RunGraph/%s/%d" % tp.task, int(t0 * 1e6), int(time.time() * 1e6),
+                    "RunGraph/%s/%d = _RunGraph()" % tp.task, 0)))
+            futures[f] = tp
+            f.add_done_callback(lambda f, tp=tp: f.exception() is not None and step.fail(
+                f.exception(), tp))
+        results = {}
+        if inline is not None:
+            tp, values = inline
+            try:
+                results[id(tp)] = tp.worker.run_graph(tp.handle, step.id, values, per_part[id(tp)])
+            except Exception as e:  # noqa: BLE001 - becomes the step's error below
+                step.fail(e, tp)
+        done, _ = concurrent.futures.wait(
+            futures, timeout=None if step.failure is None else ABORT_WAIT_S,
+            return_when=concurrent.futures.FIRST_EXCEPTION)
+        for f in done:
+            if f.exception() is not None:
+                step.fail(f.exception(), futures[f])
+        if step.failure is not None:
+            self._raise(step, futures)
+        for f, tp in futures.items():
+            r = f.result()
+            if tp.worker is not None:
+                results[id(tp)] = r
+            else:
+                results[id(tp)] = r.tensors
+                body = r.body if isinstance(r.body, dict) else {}
+                per_part[id(tp)].extend(tuple(rec) for rec in body.get("step_stats") or ()
+                                        if isinstance(rec, list | tuple) and len(rec) == 5)
+        for tp in self._parts:
+            trace.append((task_device(tp.task), per_part[id(tp)]))
+        if rpc_records:
+            trace.append((task_device(self._server.task) + " (master)", sorted(rpc_records)))
+        out = [None] * self._n_fetches
+        for tp in self._parts:
+            for i, v in zip(tp.fetch_indices, results[id(tp)]):
+                out[i] = v
+        for i, j in self._fed_fetches:
+            out[i] = feed_values[j]
+        return out
 
     def cancel_running(self, error):
         """Cancel the steps in flight (e.g. the session is closing): they fail with ``error``."""
@@ -214,6 +295,10 @@ class StepPlan:
                                             errors.AbortedError | errors.UnavailableError):
                 self._invalidate(other)
         error = to_op_error(exc, tp.task, tp.address)
+        if isinstance(error, errors.AbortedError | errors.UnavailableError):
+            # The session is told that a task failed (which one may be a partition waiting on
+            # it): new incarnations are accepted from now on (see _check_incarnation).
+            self._incarnations.clear()
         raise error from (exc if exc is not error else None)
 
     def _invalidate(self, tp):
@@ -232,6 +317,7 @@ class StepPlan:
                 if local is not None:
                     tp.worker = local.worker
                     tp.handle = local.worker.register_graph(p.graph, *names)
+                    self._check_incarnation(tp, local.incarnation)
                     continue
                 tp.worker = None
                 buffers = []   # large constants travel as raw frames, not in the header
@@ -242,7 +328,28 @@ class StepPlan:
                 try:
                     tp.handle = future.result().body["handle"]
                 except Exception as e:  # noqa: BLE001 - mapped to the OpError naming the task
-                    raise to_op_error(e, tp.task, tp.address) from e
+                    error = to_op_error(e, tp.task, tp.address)
+                    if isinstance(error, errors.AbortedError | errors.UnavailableError):
+                        self._incarnations.clear()   # the session is told: see _raise
+                    raise error from e
+                self._check_incarnation(tp, str(tp.handle).partition("/")[0])
+
+    def _check_incarnation(self, tp, incarnation):
+        """A task that restarted since this session first used it lost its state (variables,
+        tables, queues): the step fails with AbortedError, so that MonitoredTrainingSession
+        recovers (a new session checks readiness and restores) instead of running on a fresh,
+        empty task. TF1 does the same: a restarted worker has lost the session's handle."""
+        known = self._incarnations.setdefault(tp.task, incarnation)
+        if known == incarnation:
+            return
+        self._incarnations[tp.task] = incarnation
+        tp.handle = None
+        self._server.task_failed(tp.task)
+        raise errors.AbortedError(None, None, "Task %s at %s restarted (incarnation %s, was %s) "
+                                  "since this session first used it: its state is gone; create a "
+                                  "new session (MonitoredTrainingSession does this and restores "
+                                  "from the last checkpoint)" % (tp.task, tp.address, incarnation,
+                                                                 known))
 
     def tasks(self):
         return [tp.task for tp in self._parts]
@@ -258,12 +365,20 @@ class MasterSession:
         self._filters = device_filters(config)   # an invalid filter fails at session creation
         ms = getattr(config, "operation_timeout_in_ms", 0) or 0
         self._peer_timeout = ms / 1000.0 if ms > 0 else None
+        self._incarnations = {}   # task -> incarnation at this session's first registration
         self._plans = PlanCache(graph, lambda feeds, fetches, targets: StepPlan(
-            server, feeds, fetches, targets, self._peer_timeout, config))
+            server, feeds, fetches, targets, self._peer_timeout, config, self._incarnations))
         self.resources = server.resources
 
     def run(self, feeds, feed_values, fetches, targets, options=None, run_metadata=None):
-        return self._plans.get(feeds, fetches, targets).run(feed_values)
+        plan = self._plans.get(feeds, fetches, targets)
+        if options is None or not options.trace_level or run_metadata is None:
+            return plan.run(feed_values)
+        trace = []
+        values = plan.run(feed_values, trace)
+        for device, records in trace:
+            run_metadata.step_stats.add_device(device, records)
+        return values
 
     def list_devices(self):
         return [str(t) + "/device:CPU:0" for t in self._server.cluster_tasks()

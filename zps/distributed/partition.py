@@ -88,10 +88,12 @@ def assign_tasks(ops, default_task, known_tasks=None):
     return task
 
 
-def partition(feeds, fetches, targets, default_task, known_tasks=None):
+def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_placement=False):
     """Partitions of the step computing ``fetches`` and running ``targets`` given ``feeds``.
 
     Returns ``{Task: Partition}`` for the tasks the step touches (and only those).
+    ``soft_placement`` (the session's ``allow_soft_placement``) marks the ops on GPUs with the
+    ``_soft_placement`` attr, so the task that runs one puts it on its CPU if it cannot use the GPU.
     """
     fed = {t: i for i, t in enumerate(feeds)}
     ops = prune(fetches, targets, set(fed))
@@ -161,6 +163,8 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None):
         new._device = op.device if task_of_device(op.device, default_task) == p.task \
             else str(p.task)
         new._colocation = list(op._colocation)
+        if soft_placement and "GPU" in new._device:
+            new._attrs = dict(new._attrs, _soft_placement=True)
         p.mapped_ops[op] = new
         for src_t, dst_t in zip(op._outputs, new._outputs):
             p.mapped[src_t] = dst_t

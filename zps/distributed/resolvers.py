@@ -13,6 +13,13 @@ Names and behaviour follow TF1's ``tf.distribute.cluster_resolver``:
 >>> del os.environ["TF_CONFIG"]
 
 ``SlurmClusterResolver`` reads ``SLURM_*`` variables instead (see its docstring).
+
+CURVE keys are deliberately not part of TF_CONFIG: TF_CONFIG describes the cluster and is often
+kept in plain config (a Kubernetes ConfigMap, a job script), while keys are secrets. They are
+given next to it, in the task's environment, as files: ``ZPS_CURVE_SECRET_KEY_FILE`` (the
+cluster keypair every task holds, e.g. a mounted Kubernetes Secret), plus, for clients that are
+not tasks, ``ZPS_CURVE_SERVER_KEY_FILE``; ``ZPS_CURVE_ALLOWED_KEYS_DIR`` lists extra client keys a
+server accepts. ``zps-launch --curve`` sets them for a local cluster. See zps.transport.security.
 """
 
 import json

@@ -13,8 +13,10 @@ b'Hello, distributed TensorFlow!'
 import collections
 import concurrent.futures
 import logging
+import os
 import random
 import threading
+import time
 import types
 
 from zps.distributed.cluster_spec import ClusterSpec
@@ -25,12 +27,19 @@ from zps.distributed.worker_service import WorkerService
 from zps.framework import errors
 from zps.framework.graph import Graph
 from zps.ops import array_ops
+from zps.runtime import threads
 from zps.runtime.resources import ResourceManager
-from zps.transport import endpoint
+from zps.transport import endpoint, security
 
 log = logging.getLogger("zps.server")
+_bad_tensors_log = endpoint.LogLimiter(log)   # one peer's bad Tensors cannot flood the log
 
 _PROTOCOLS = (None, "grpc", "zps")
+# Bounds on what remote client sessions can make a server keep (least recently used go first;
+# a client whose plan was dropped gets AbortedError and registers it again on its next run).
+MAX_REGISTERED_PLANS = int(os.environ.get("ZPS_MAX_REGISTERED_PLANS", 4096))
+MAX_CLIENT_SESSIONS = 1024
+DEFAULT_HEARTBEAT_S = 2.0      # seconds between heartbeats to the other tasks (ZPS_HEARTBEAT_SECS)
 _local_servers = {}            # advertised address -> running Server in this process
 _local_lock = threading.Lock()
 
@@ -38,6 +47,126 @@ _local_lock = threading.Lock()
 def local_server(address):
     """The running Server of this process at ``address``, or None."""
     return _local_servers.get(address)
+
+
+def heartbeat_interval_from_env():
+    """Seconds between heartbeats to the other tasks (``ZPS_HEARTBEAT_SECS``, default 2; 0: off)."""
+    text = os.environ.get("ZPS_HEARTBEAT_SECS", "").strip()
+    try:
+        value = float(text) if text else DEFAULT_HEARTBEAT_S
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError("ZPS_HEARTBEAT_SECS must be a number of seconds >= 0 (0 disables "
+                         "heartbeats), got %r" % text)
+    return value
+
+
+class PeerHeartbeats:
+    """Heartbeats from one server to every other task of its cluster spec, and what they tell.
+
+    Every ``interval`` seconds a thread of its own sends each peer a tiny ``Heartbeat`` request
+    (answered on the peer's I/O thread with its incarnation), at most one in flight per peer. A
+    peer is *down* once a heartbeat fails: its connection broke (at once, on kill -9) or it went
+    unanswered for two intervals, so a dead peer is seen within about three. A peer seen down or
+    with a new incarnation bumps ``server.task_failed``, so the next step registers with it again
+    instead of first failing on a stale handle. Peers in this process are read directly.
+
+    Every task beats every other (not only those it has talked to): a few hundred bytes per peer
+    and interval, and a task can report peers it has not needed yet (a chief its ps before the
+    first step). The per-peer endpoint PING is not used: its PONG carries no incarnation.
+    """
+
+    def __init__(self, server, peers, interval):
+        self._server = server
+        self.interval = interval
+        self._lock = threading.Lock()
+        # address -> [task, up, last seen (monotonic) or None, incarnation or None, in flight]
+        self._peers = {address: [task, False, None, None, False] for task, address in peers}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="zps-heartbeat-%s-%d" % (server.task.job,
+                                                                      server.task.index))
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+
+    def snapshot(self):
+        """``{address: {"task", "up", "last_seen_s_ago", "incarnation"}}`` (plain data)."""
+        now = time.monotonic()
+        with self._lock:
+            return {address: {"task": "/job:%s/task:%d" % (task.job, task.index), "up": up,
+                              "incarnation": incarnation,
+                              "last_seen_s_ago": None if seen is None else round(now - seen, 3)}
+                    for address, (task, up, seen, incarnation, _) in self._peers.items()}
+
+    def _run(self):
+        while not self._stop.is_set():
+            for address in self._peers:
+                try:
+                    self._beat(address)
+                except Exception:  # noqa: BLE001 - heartbeats must never stop, nor stop a server
+                    log.exception("%s: heartbeat to %s failed", self._server.task, address)
+            self._stop.wait(self.interval)
+
+    def _beat(self, address):
+        local = local_server(address)
+        if local is not None:
+            self._seen(address, local.incarnation)
+            return
+        with self._lock:
+            entry = self._peers[address]
+            if entry[4]:
+                return   # the last one is still unanswered: it fails at its own timeout
+            entry[4] = True
+        try:
+            future = self._server.transport.request(
+                address, "Heartbeat", {"from": str(self._server.task)}, timeout=2 * self.interval)
+        except Exception:  # noqa: BLE001 - the transport is closing: the server is stopping
+            with self._lock:
+                entry[4] = False
+            return
+        future.add_done_callback(lambda f: self._answered(address, f))
+
+    def _answered(self, address, future):
+        # Runs on the transport's I/O thread: only bookkeeping here.
+        with self._lock:
+            self._peers[address][4] = False
+        if future.cancelled() or self._stop.is_set():
+            return
+        exc = future.exception()
+        if exc is None:
+            body = future.result().body
+            incarnation = body.get("incarnation") if isinstance(body, dict) else None
+            self._seen(address, incarnation if isinstance(incarnation, str) else None)
+        elif isinstance(exc, endpoint.RemoteError):
+            self._seen(address, None)   # it answered (an older server without Heartbeat)
+        elif isinstance(exc, endpoint.TransportError) and "transport is closed" not in str(exc):
+            self._lost(address, exc)
+
+    def _seen(self, address, incarnation):
+        with self._lock:
+            entry = self._peers[address]
+            task, was_up, seen_before, known = entry[0], entry[1], entry[2], entry[3]
+            entry[1], entry[2] = True, time.monotonic()
+            if incarnation is not None:
+                entry[3] = incarnation
+        if incarnation is not None and known is not None and incarnation != known:
+            log.warning("%s: task %s at %s restarted (incarnation %s, was %s)", self._server.task,
+                        task, address, incarnation, known)
+            self._server.task_failed(task)
+        elif not was_up and seen_before is not None:
+            log.info("%s: task %s at %s is up again", self._server.task, task, address)
+
+    def _lost(self, address, exc):
+        with self._lock:
+            entry = self._peers[address]
+            task, was_up = entry[0], entry[1]
+            entry[1] = False
+        if was_up:
+            log.warning("%s: task %s at %s is down: %s", self._server.task, task, address, exc)
+            self._server.task_failed(task)
 
 
 class Server:
@@ -77,7 +206,10 @@ class Server:
         self.transport = None
         self.pool = None
         self._bound = None
-        self._plans = {}
+        self.heartbeats = None   # PeerHeartbeats while serving (None: no peers, or disabled)
+        self._plans = collections.OrderedDict()   # handle -> StepPlan of remote client sessions
+        self._plans_lock = threading.Lock()
+        self._client_sessions = collections.OrderedDict()   # session id -> task incarnations seen
         self._plan_ids = iter(range(1, 1 << 62))
         self.task_epochs = collections.Counter()   # bumped when a task fails or restarts
         self._stopped = threading.Event()
@@ -123,11 +255,14 @@ class Server:
         """Bind the server's address and serve (idempotent)."""
         if self._bound is not None:
             return
+        interval = heartbeat_interval_from_env()   # a bad value fails before anything is bound
         self.transport = endpoint.default_transport()
         self.pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=64, thread_name_prefix="zps-%s-%d" % (self._task.job, self._task.index))
         try:
+            # Receive limits: ZPS_MAX_{HEADER,TENSOR,MESSAGE}_BYTES (zps.transport.security).
             self._bound = self.transport.bind(self._address, self._handle,
+                                              limits=security.receive_limits_from_env(),
                                               bind_address=self._bind_address)
         except endpoint.BindError as e:
             self.pool.shutdown(wait=False)
@@ -139,8 +274,15 @@ class Server:
         with _local_lock:
             _local_servers[self._address] = self
         self._stopped.clear()
-        log.info("server %s serving at %s (incarnation %s)", self._task, self._address,
-                 self.incarnation)
+        # Tasks sharing this machine must not each start one BLAS thread per core.
+        threads.limit_for_server(self._cluster, self._address, self._config)
+        peers = [(Task(job, i), address) for job, i, address in self._cluster.tasks()
+                 if address != self._address]
+        if interval > 0 and peers:
+            self.heartbeats = PeerHeartbeats(self, peers, interval)
+        log.info("server %s serving at %s (incarnation %s, %s)", self._task, self._address,
+                 self.incarnation, "CURVE: only holders of allowed keys get in"
+                 if self.transport.curve is not None else "no authentication")
 
     def _rebind_cluster(self, address):
         spec = self._cluster.as_dict()
@@ -164,6 +306,9 @@ class Server:
         with _local_lock:
             if _local_servers.get(self._address) is self:
                 del _local_servers[self._address]
+        if self.heartbeats is not None:
+            self.heartbeats.stop()
+            self.heartbeats = None
         self.transport.unbind(self._bound)
         self._bound = None
         stopped = errors.CancelledError(None, None, "server %s stopped" % (self._task,))
@@ -202,6 +347,10 @@ class Server:
                     if plan is not None:
                         plan.cancel_running(closed)
             return
+        if msg.method == "Heartbeat":   # answered right here: a peer's liveness probe
+            if responder is not None:
+                responder.reply({"incarnation": self.incarnation, "task": str(self._task)})
+            return
         if msg.method == "AbortStep":
             step = body.get("step")
             if isinstance(step, int):
@@ -226,15 +375,26 @@ class Server:
         step, keys = body.get("step"), body.get("keys")
         if not isinstance(step, int) or not isinstance(keys, list) or len(keys) != len(tensors) \
                 or not all(isinstance(k, str) for k in keys):
-            log.warning("%s: malformed Tensors message dropped", self._task)
+            peer = self._bound.peer() if self._bound is not None else "a peer"
+            reason = "'step' must be an int and 'keys' a list of %d strings (one per tensor), got " \
+                "step %.40r and keys %.80r" % (len(tensors), step, keys)
+            _bad_tensors_log.warning(peer, "%s: malformed Tensors message from %s dropped: %s",
+                                     self._task, peer, reason)
             if self._bound is not None:
                 self._bound.stats.malformed += 1
+            if isinstance(step, int) and self.rendezvous.is_running(step):
+                # Its Recvs would wait for tensors that will never come: fail the step now.
+                self.worker.abort_step(step, errors.DataLossError(
+                    None, None, "step %d aborted on %s: a malformed Tensors message for it from %s "
+                    "(task %.80s) was dropped: %s" % (step, self._task, peer, body.get("from"),
+                                                      reason)))
             return
         for key, value in zip(keys, tensors):
             try:
                 self.rendezvous.put(step, key, value)
             except ValueError as e:
-                log.warning("%s: %s", self._task, e)
+                peer = self._bound.peer() if self._bound is not None else "a peer"
+                _bad_tensors_log.warning(peer, "%s: %s (from %s)", self._task, e, peer)
 
     def _serve(self, handler, body, tensors, responder):
         try:
@@ -261,9 +421,10 @@ class Server:
         return {"handle": handle}, ()
 
     def _rpc_run_graph(self, body, tensors):
+        trace = [] if body.get("trace") else None   # RunOptions.FULL_TRACE: per-op records
         values = self.worker.run_graph(_field(body, "handle", str), _field(body, "step", int),
-                                       list(tensors))
-        return None, values
+                                       list(tensors), trace)
+        return ({"step_stats": [list(r) for r in trace]} if trace is not None else None), values
 
     def _rpc_register_plan(self, body, tensors):
         from zps.framework.serialization import import_graph_def
@@ -294,15 +455,32 @@ class Server:
         filters = body.get("device_filters") or []
         if not (isinstance(filters, list) and all(isinstance(f, str) for f in filters)):
             raise errors.InvalidArgumentError(None, None, "device_filters must be a list of strings")
+        session = str(body.get("session", ""))[:64]
+        with self._plans_lock:
+            # The task incarnations a client session has seen are shared by all its plans.
+            incarnations = self._client_sessions.pop(session, None)
+            self._client_sessions[session] = {} if incarnations is None else incarnations
+            while len(self._client_sessions) > MAX_CLIENT_SESSIONS:
+                self._client_sessions.popitem(last=False)
         plan = StepPlan(self, feeds, fetches, targets,
                         timeout if isinstance(timeout, int | float) else None,
-                        config=types.SimpleNamespace(device_filters=filters))
+                        config=types.SimpleNamespace(
+                            device_filters=filters,
+                            allow_soft_placement=bool(body.get("soft_placement", False))),
+                        incarnations=self._client_sessions[session])
         handle = next(self._plan_ids)
-        self._plans[handle] = plan
+        with self._plans_lock:
+            self._plans[handle] = plan
+            while len(self._plans) > MAX_REGISTERED_PLANS:   # the client registers again
+                self._plans.popitem(last=False)
         return {"handle": handle}, ()
 
     def _rpc_run_step(self, body, tensors):
-        plan = self._plans.get(_field(body, "handle", int))
+        handle = _field(body, "handle", int)
+        with self._plans_lock:
+            plan = self._plans.get(handle)
+            if plan is not None:
+                self._plans.move_to_end(handle)
         if plan is None:
             raise errors.AbortedError(None, None, "step plan %r is unknown on %s (the server "
                                       "restarted?); retry" % (body.get("handle"), self._task))
@@ -311,7 +489,19 @@ class Server:
     def _rpc_status(self, body, tensors):
         stats = self._bound.stats.as_dict() if self._bound is not None else {}
         stats.update({"task": str(self._task), "incarnation": self.incarnation,
-                      "steps_served": self.worker.steps_run})
+                      "steps_served": self.worker.steps_run, "pid": os.getpid(),
+                      # Read by `zps status`: how long this incarnation has served, and how many
+                      # requests it answered with an error (malformed input is counted apart).
+                      "uptime_s": time.time() - stats["started"] if "started" in stats else 0.0,
+                      "errors": stats.get("errors_sent", 0),
+                      "graphs_registered": len(self.worker._graphs),
+                      "graphs_evicted": self.worker.graphs_evicted,
+                      "log_lines_suppressed": _bad_tensors_log.suppressed
+                      + endpoint._malformed_log.suppressed})
+        stats.update(self.rendezvous.early_stats())
+        # What this task's heartbeats see of the others ({} when heartbeats are off).
+        heartbeats = self.heartbeats
+        stats["peers"] = heartbeats.snapshot() if heartbeats is not None else {}
         return stats, ()
 
     _RPC = {

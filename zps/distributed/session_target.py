@@ -5,7 +5,13 @@ When the target server runs in this process (between-graph replication:
 nothing of the local part is serialized. Otherwise the session is a remote client: it registers
 each pruned step plan once with the master (a serialized subgraph) and then sends only feeds and
 receives fetches.
+
+On a CURVE cluster the session's process needs keys too (``ZPS_CURVE_SECRET_KEY_FILE``, and
+``ZPS_CURVE_SERVER_KEY_FILE`` when it is not a task holding the cluster key: see
+zps.transport.security); without them a step fails with UnauthenticatedError at once.
 """
+
+import random
 
 from zps.distributed.master import to_op_error
 from zps.distributed.server import local_server
@@ -40,6 +46,8 @@ class RemoteMasterRunner:
         ms = getattr(config, "operation_timeout_in_ms", 0) or 0
         self._peer_timeout = ms / 1000.0 if ms > 0 else None
         self._device_filters = [str(f) for f in (getattr(config, "device_filters", None) or [])]
+        self._soft_placement = bool(getattr(config, "allow_soft_placement", False))
+        self._session_id = "%016x" % random.getrandbits(64)   # groups this session's plans
         self._transport = endpoint.default_transport()
         self._plans = PlanCache(graph, self._register)
 
@@ -59,7 +67,8 @@ class RemoteMasterRunner:
         body = {"graph": self._graph.as_graph_def(ops=ops, buffers=buffers), "feeds": feeds_spec,
                 "fetches": [t.name for t in fetches],
                 "targets": [op.name for op in targets], "peer_timeout": self._peer_timeout,
-                "device_filters": self._device_filters}
+                "device_filters": self._device_filters, "soft_placement": self._soft_placement,
+                "session": self._session_id}
         return self._request("RegisterPlan", body, buffers).body["handle"]
 
     def _request(self, method, body, tensors=()):
@@ -67,6 +76,10 @@ class RemoteMasterRunner:
                                          peer_timeout=self._peer_timeout)
         try:
             return future.result()
+        except endpoint.HandshakeError as e:
+            cls = errors.UnauthenticatedError if e.certain else errors.UnavailableError
+            raise cls(
+                None, None, "Cannot open a session on %s: %s" % (self._address, e.reason)) from e
         except Exception as e:  # noqa: BLE001 - every failure becomes the right OpError
             raise to_op_error(e, "master", self._address) from e
 
@@ -80,8 +93,6 @@ class RemoteMasterRunner:
         self._plans.clear()
         if handles:
             self._transport.send_oneway(self._address, "CancelSteps", {"handles": handles})
-
-
 
 
 def _shape(t):

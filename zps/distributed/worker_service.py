@@ -2,11 +2,17 @@
 
 Partitions exchange tensors task-to-task through the rendezvous: a ``_Send`` to a task in this
 process is a direct put into its rendezvous (nothing serialized); to another process, the sends of
-one partition to one task made before the partition next waits are batched into one message.
+one partition to one task made before the partition next waits are batched into one ``Tensors``
+message (whose large tensors the transport streams in chunks, see ``zps.transport.codec``).
+
+Large tensors are sent as zero-copy views, after the partition has moved on: a variable read and
+sent while another step updates it in place may arrive partly updated, as any unlocked (Hogwild)
+read of a variable being updated can in TF1.
 """
 
 import collections
 import itertools
+import os
 import threading
 
 from zps.distributed.partition import task_of_device
@@ -15,6 +21,11 @@ from zps.framework import errors
 from zps.runtime.executor import Plan, StepContext
 
 _handles = itertools.count(1)
+
+# Registered partitions kept per server (env ZPS_MAX_REGISTERED_GRAPHS): any peer may register,
+# so the least recently used graph is evicted past this; its master registers it again (a
+# RunGraph of an evicted handle fails with AbortedError, which makes the master re-register).
+MAX_REGISTERED_GRAPHS = 4096
 
 
 class _Registered:
@@ -29,7 +40,9 @@ class _Registered:
 class WorkerService:
     def __init__(self, server):
         self._server = server
-        self._graphs = {}
+        self._graphs = collections.OrderedDict()   # handle -> _Registered, least recent first
+        self.max_graphs = int(os.environ.get("ZPS_MAX_REGISTERED_GRAPHS") or MAX_REGISTERED_GRAPHS)
+        self.graphs_evicted = 0
         self._lock = threading.Lock()
         self._running = {}   # step id -> StepContexts of the partitions running it here
         # Steps aborted here, remembered so a partition of one that starts late is cancelled.
@@ -38,7 +51,8 @@ class WorkerService:
 
     # -- registration ----------------------------------------------------------------------------
     def register_graph(self, graph, feed_names, fetch_names, target_names):
-        """Compile a partition; returns its handle (valid until this server stops)."""
+        """Compile a partition; returns its handle (valid until this server stops, or until
+        ``max_graphs`` other graphs were used since this one last was)."""
         feeds = [graph.get_tensor_by_name(n + ":0") for n in feed_names]
         fetches = [graph.get_tensor_by_name(n) for n in fetch_names]
         targets = [graph.get_operation_by_name(n) for n in target_names]
@@ -46,6 +60,9 @@ class WorkerService:
         handle = "%s/%d" % (self._server.incarnation, next(_handles))
         with self._lock:
             self._graphs[handle] = _Registered(plan, list(feed_names), list(fetch_names))
+            while len(self._graphs) > self.max_graphs:
+                self._graphs.popitem(last=False)
+                self.graphs_evicted += 1
         return handle
 
     def may_block(self, handle):
@@ -64,14 +81,23 @@ class WorkerService:
                                        % (op.name, op.device, self._server.task))
 
     # -- running ---------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values):
-        """Run one step of a registered partition; returns the fetched values."""
-        reg = self._graphs.get(handle)
+    def run_graph(self, handle, step_id, feed_values, trace=None):
+        """Run one step of a registered partition; returns the fetched values.
+
+        ``trace``: a list to extend with the step's per-op records (``Plan.run_traced``), or None.
+        """
+        with self._lock:
+            reg = self._graphs.get(handle)
+            if reg is not None:
+                self._graphs.move_to_end(handle)
         if reg is None:
+            ours = isinstance(handle, str) and handle.startswith(self._server.incarnation + "/")
             raise errors.AbortedError(
-                None, None, "Graph handle %s is not registered on %s (incarnation %s): the task "
-                "restarted since the graph was registered; retry the step."
-                % (handle, self._server.task, self._server.incarnation))
+                None, None, "Graph handle %s is not registered on %s (incarnation %s): %s; retry "
+                "the step (its master registers the graph again)."
+                % (handle, self._server.task, self._server.incarnation,
+                   "it was evicted (more than %d graphs registered since it was last used)"
+                   % self.max_graphs if ours else "the task restarted since it was registered"))
         outbox = _Outbox(self._server, step_id)
         rendezvous = self._server.rendezvous
         ctx = StepContext(self._server.resources, step_id=step_id, extras={
@@ -79,13 +105,18 @@ class WorkerService:
             "recv": lambda src, key, done: rendezvous.recv(step_id, key, done),
             "flush": outbox.flush,
         })
+        rendezvous.begin(step_id)   # tensors that arrived early are this step's, not bounded
         with self._lock:
             self._running.setdefault(step_id, []).append(ctx)
             aborted = self._aborted.get(step_id)
         if aborted is not None:
             ctx.cancel(aborted)
         try:
-            values = reg.plan.run(ctx, feed_values)
+            if trace is None:
+                values = reg.plan.run(ctx, feed_values)
+            else:
+                values, records = reg.plan.run_traced(ctx, feed_values)
+                trace.extend(records)
         finally:
             with self._lock:
                 contexts = self._running.get(step_id, [])
@@ -115,8 +146,15 @@ class WorkerService:
             self.abort_step(step_id, error)
 
 
+# A send at least this large goes out at once (with what is batched for its destination), so
+# that the receiver works on it (e.g. a ps applying one layer's gradient) while this partition
+# computes on (the next layer's gradient); smaller sends are batched until the partition waits.
+EAGER_SEND_BYTES = 256 << 10
+
+
 class _Outbox:
-    """Sends of one partition step, batched per destination until the partition waits."""
+    """Sends of one partition step, batched per destination until the partition waits (or until
+    a large one comes: see EAGER_SEND_BYTES)."""
 
     def __init__(self, server, step_id):
         self._server = server
@@ -134,10 +172,18 @@ class _Outbox:
             keys, values = self._pending.setdefault(address, ([], []))
             keys.append(key)
             values.append(value)
+            if getattr(value, "nbytes", 0) < EAGER_SEND_BYTES:
+                return
+            del self._pending[address]
+        self._send(address, keys, values)
 
     def flush(self):
         with self._lock:
             pending, self._pending = self._pending, {}
         for address, (keys, values) in pending.items():
-            self._server.transport.send_oneway(address, "Tensors",
-                                               {"step": self._step_id, "keys": keys}, values)
+            self._send(address, keys, values)
+
+    def _send(self, address, keys, values):
+        self._server.transport.send_oneway(address, "Tensors",
+                                           {"step": self._step_id, "keys": keys,
+                                            "from": str(self._server.task)}, values)

@@ -14,9 +14,18 @@ A checkpoint with prefix ``P`` is:
        "shards": ["P.data-00000-of-00001-1a2b3c4d.safetensors"],     # basenames, same directory
        "tensors": {"w": {"dtype": "float32", "shape": [2, 3], "shard": 0, "key": "w"}}}
 
-  Partitioned variables (later) will be entries with ``"slices": [{"start", "shape", "shard",
-  "key"}, ...]`` instead of ``"shard"``/``"key"``; readers of this version reject such entries
-  with an UnimplementedError rather than misreading them.
+  A partitioned variable is one entry with its full shape and ``"slices"`` instead of
+  ``"shard"``/``"key"``::
+
+       "emb": {"dtype": "float32", "shape": [10, 4],
+               "slices": [{"start": [0, 0], "shape": [5, 4], "shard": 0,
+                           "key": "emb/.slice/10 4 0,5:0,4"}, ...]}
+
+  Each slice is stored in its shard under a key made of the full name, ``/.slice/`` and TF1's
+  slice spec (full shape, then ``offset,length`` per axis: ``slice_key``); the index is built
+  from those keys, so every writer of a shard stays unaware of partitioning. A reader assembles
+  the full tensor (``get_tensor``) or any region of it (``get_slice``), from whatever slicing
+  the checkpoint was written with: that is how a model is re-sharded.
 
 String tensors have no safetensors dtype: a shard keeps them in its ``__metadata__`` under
 ``"zps.strings"``, a JSON text ``{key: {"shape": [...], "data": [base64, ...]}}``.
@@ -154,13 +163,47 @@ def write_shard(prefix, shard, num_shards, tensors):
                         for name, v in tensors.items()}}
 
 
+SLICE_MARK = "/.slice/"
+
+
+def slice_key(full_name, full_shape, start, shape):
+    """The shard key of one slice of ``full_name``: ``<full_name>/.slice/<TF1 slice spec>``."""
+    spec = " ".join("%d" % d for d in full_shape) + " " + ":".join(
+        "%d,%d" % (o, n) for o, n in zip(start, shape))
+    return full_name + SLICE_MARK + spec
+
+
+def parse_slice_key(key):
+    """``(full_name, full_shape, start, shape)`` of a slice key, or None for a plain key."""
+    name, mark, spec = key.rpartition(SLICE_MARK)
+    if not mark or not name:
+        return None
+    try:
+        *dims, ranges = spec.split(" ")
+        full_shape = [int(d) for d in dims]
+        pairs = [r.split(",") for r in ranges.split(":")]
+        start = [int(o) for o, _ in pairs]
+        shape = [int(n) for _, n in pairs]
+    except ValueError:
+        return None
+    if len(full_shape) != len(start) or any(
+            o < 0 or n < 0 or o + n > d for o, n, d in zip(start, shape, full_shape)):
+        return None
+    return name, full_shape, start, shape
+
+
 def write_index(prefix, shard_entries):
     """Commit checkpoint ``prefix``: write its index naming the shards described by
-    ``shard_entries`` (what write_shard returned), then delete stale shards of the prefix."""
+    ``shard_entries`` (what write_shard returned), then delete stale shards of the prefix.
+    Tensors saved under slice keys (``slice_key``) become one entry per full variable."""
     shards, table = [], {}
     for i, entry in enumerate(shard_entries):
         shards.append(entry["file"])
         for name, info in entry["tensors"].items():
+            parsed = parse_slice_key(name)
+            if parsed is not None:
+                _add_slice(prefix, table, parsed, info, i, name)
+                continue
             if name in table:
                 raise errors.InvalidArgumentError(
                     None, None, "Checkpoint %s: tensor %r is saved by two shards" % (prefix, name))
@@ -172,6 +215,36 @@ def write_index(prefix, shard_entries):
     for path in glob.glob(glob.escape(prefix) + ".data-*"):
         if path not in keep:  # earlier saves to this prefix, or temp files of crashed ones
             _remove(path)
+
+
+def _add_slice(prefix, table, parsed, info, shard, key):
+    full_name, full_shape, start, shape = parsed
+    if list(info["shape"]) != shape:
+        raise errors.InvalidArgumentError(
+            None, None, "Checkpoint %s: slice %r holds shape %s, not the %s its key says"
+            % (prefix, key, info["shape"], shape))
+    entry = table.setdefault(full_name, {"dtype": info["dtype"], "shape": full_shape,
+                                         "slices": []})
+    if "slices" not in entry or entry["shape"] != full_shape or entry["dtype"] != info["dtype"]:
+        raise errors.InvalidArgumentError(
+            None, None, "Checkpoint %s: slice %r of %s (%s%s) does not match the rest of %s (%s%s)"
+            % (prefix, key, full_name, info["dtype"], full_shape, full_name, entry["dtype"],
+               entry["shape"]))
+    for other in entry["slices"]:
+        if _overlap(start, shape, other["start"], other["shape"]) is not None:
+            raise errors.InvalidArgumentError(
+                None, None, "Checkpoint %s: slices %r and %r of %s overlap"
+                % (prefix, key, other["key"], full_name))
+    entry["slices"].append({"start": start, "shape": shape, "shard": shard, "key": key})
+
+
+def _overlap(start_a, shape_a, start_b, shape_b):
+    """The intersection ``(start, stop)`` lists of two boxes, or None when they are disjoint."""
+    lo = [max(a, b) for a, b in zip(start_a, start_b)]
+    hi = [min(a + n, b + m) for a, n, b, m in zip(start_a, shape_a, start_b, shape_b)]
+    if any(h <= low for low, h in zip(lo, hi)):
+        return None
+    return lo, hi
 
 
 def _remove(path):
@@ -376,16 +449,54 @@ class CheckpointReader:
                 None, None, "Key %s not found in checkpoint %s (it has: %s)"
                 % (name, self.prefix, _preview(sorted(self._tensors))))
         if "slices" in info:
-            raise errors.UnimplementedError(
-                None, None, "Checkpoint %s stores %s as slices of a partitioned variable, which this "
-                "version of zps cannot read" % (self.prefix, name))
-        shard = self._shard(info["shard"])
-        key = info["key"]
-        if shard.dtype(key) != info["dtype"] or shard.shape(key) != info["shape"]:
+            return self.get_slice(name, [0] * len(info["shape"]), info["shape"])
+        return self._read(info["shard"], info["key"], info["dtype"], info["shape"])
+
+    def _read(self, shard_index, key, dtype, shape):
+        shard = self._shard(shard_index)
+        if shard.dtype(key) != dtype or shard.shape(key) != list(shape):
             raise _corrupt(shard.path, "tensor %r is %s%s in the shard but %s%s in the index"
-                           % (key, shard.dtype(key), shard.shape(key), info["dtype"],
-                              info["shape"]))
+                           % (key, shard.dtype(key), shard.shape(key), dtype, list(shape)))
         return shard.read(key)
+
+    def get_slice(self, name, start, shape):
+        """The region ``[start, start + shape)`` of tensor ``name``, read from whichever saved
+        slices cover it (or from the whole tensor); NotFoundError if part of it was not saved."""
+        info = self._tensors.get(name)
+        if info is None:
+            return self.get_tensor(name)  # raises NotFoundError naming what the checkpoint has
+        full = info["shape"]
+        start, shape = [int(s) for s in start], [int(n) for n in shape]
+        if len(start) != len(full) or len(shape) != len(full) or any(
+                o < 0 or n < 0 or o + n > d for o, n, d in zip(start, shape, full)):
+            raise errors.InvalidArgumentError(
+                None, None, "Checkpoint %s: the region at %s of shape %s is not inside %s of shape "
+                "%s" % (self.prefix, start, shape, name, full))
+        if "slices" not in info:
+            whole = self._read(info["shard"], info["key"], info["dtype"], full)
+            return np.ascontiguousarray(whole[tuple(slice(o, o + n) for o, n in zip(start, shape))])
+        out = None
+        covered = 0
+        for sl in info["slices"]:
+            box = _overlap(start, shape, sl["start"], sl["shape"])
+            if box is None:
+                continue
+            lo, hi = box
+            part = self._read(sl["shard"], sl["key"], info["dtype"], sl["shape"])
+            if out is None:
+                out = np.empty(shape, dtype=part.dtype)
+            src = tuple(slice(a - b, h - b) for a, h, b in zip(lo, hi, sl["start"]))
+            dst = tuple(slice(a - b, h - b) for a, h, b in zip(lo, hi, start))
+            out[dst] = part[src]
+            covered += int(np.prod([h - a for a, h in zip(lo, hi)], dtype=np.int64))
+        if covered != int(np.prod(shape, dtype=np.int64)):
+            raise errors.NotFoundError(
+                None, None, "Checkpoint %s holds only part of the region at %s of shape %s of %s "
+                "(its saved slices: %s)" % (self.prefix, start, shape, name,
+                                           [(s["start"], s["shape"]) for s in info["slices"]]))
+        if out is None:  # an empty region
+            out = np.empty(shape, dtype=_dtypes.as_dtype(info["dtype"]).as_numpy_dtype)
+        return out
 
     def debug_string(self):
         return "".join("%s (%s) %s\n" % (k, v["dtype"], v["shape"])
@@ -419,12 +530,33 @@ def _parse_index(raw, path):
             raise _corrupt(path, "tensor %r: bad entry or dtype" % name)
         _check_shape(info.get("shape"), path, name)
         if "slices" in info:
-            continue  # partitioned variables: reserved for a later version (see module doc)
+            _check_slices(info, shards, path, name)
+            continue
         shard, key = info.get("shard"), info.get("key")
         if type(shard) is not int or not 0 <= shard < len(shards) or not isinstance(key, str):
             raise _corrupt(path, "tensor %r: shard %r / key %r do not name a listed shard"
                            % (name, shard, key))
     return shards, tensors
+
+
+def _check_slices(info, shards, path, name):
+    slices, full = info["slices"], info["shape"]
+    if not isinstance(slices, list) or "shard" in info or "key" in info:
+        raise _corrupt(path, "tensor %r: slices must be a list (and replace shard/key)" % name)
+    for sl in slices:
+        if not isinstance(sl, dict) or set(sl) != {"start", "shape", "shard", "key"}:
+            raise _corrupt(path, "tensor %r: a slice must have exactly start, shape, shard, key"
+                           % name)
+        shape = _check_shape(sl["shape"], path, name)
+        start = _check_shape(sl["start"], path, name)
+        if len(start) != len(full) or len(shape) != len(full) or any(
+                o + n > d for o, n, d in zip(start, shape, full)):
+            raise _corrupt(path, "tensor %r: slice at %s of shape %s lies outside shape %s"
+                           % (name, start, shape, full))
+        if type(sl["shard"]) is not int or not 0 <= sl["shard"] < len(shards) or not isinstance(
+                sl["key"], str):
+            raise _corrupt(path, "tensor %r: slice shard %r / key %r do not name a listed shard"
+                           % (name, sl["shard"], sl["key"]))
 
 
 __all__ = []

@@ -136,3 +136,44 @@ def task_key(spec):
     """``(job, task)`` of a device string, with replica ignored; ``(None, None)`` if unplaced."""
     d = DeviceSpec.from_string(spec or "")
     return (d.job, d.task)
+
+
+# -- the GPUs this process can use -----------------------------------------------------------------
+def gpu_index(spec):
+    """The GPU index a device string asks for (``/gpu:1`` -> 1, ``/device:GPU`` -> 0), or None
+    for a CPU or unspecified device type."""
+    if not spec or "GPU" not in spec.upper():
+        return None
+    d = spec if isinstance(spec, DeviceSpec) else DeviceSpec.from_string(spec)
+    if d.device_type != "GPU":
+        return None
+    return d.device_index or 0
+
+
+def visible_gpu_count():
+    """How many GPUs cupy sees in this process (after ``CUDA_VISIBLE_DEVICES``); 0 without cupy."""
+    try:
+        import cupy
+    except ImportError:
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - no driver / no device: cupy raises CUDARuntimeError
+        return 0
+
+
+def gpu_unavailable_reason(index):
+    """None if ``/device:GPU:<index>`` can run in this process, else a phrase saying why not."""
+    import os
+    try:
+        import cupy  # noqa: F401 - the optional 'gpu' extra
+    except ImportError as e:
+        return "cupy is not installed (%s)" % e
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    env = "" if visible is None else " with CUDA_VISIBLE_DEVICES=%r" % visible
+    n = visible_gpu_count()
+    if n == 0:
+        return "this process sees no GPU%s" % env
+    if index >= n:
+        return "this process sees only %d GPU(s)%s (GPU:0..GPU:%d)" % (n, env, n - 1)
+    return None

@@ -44,6 +44,10 @@ class GraphKeys:
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     CONCATENATED_VARIABLES = "concatenated_variables"
     ASSET_FILEPATHS = "asset_filepaths"
+    SAVEABLE_OBJECTS = "saveable_objects"
+    RESOURCES = "resources"
+    LOCAL_RESOURCES = "local_resources"
+    TABLE_INITIALIZERS = "table_initializer"
     COND_CONTEXT = "cond_context"
     WHILE_CONTEXT = "while_context"
 

@@ -1,4 +1,5 @@
-"""Graphs as plain data: ``Graph.as_graph_def()`` and ``import_graph_def()`` (no pickle, ever).
+"""Graphs as plain data: ``Graph.as_graph_def()`` and ``import_graph_def()`` (no pickle, except
+a ``py_func``'s function sent to another task where pickles are allowed: see CALLABLE_ATTR).
 
 A graph_def is a dict shaped like TF1's GraphDef, made only of dicts, lists, str, bytes, ints,
 floats, bools and None, so msgpack (or JSON, bytes aside) can carry it::
@@ -75,6 +76,19 @@ def graph_to_def(graph, ops=None, add_shapes=False, buffers=None):
 
 OUT_OF_BAND_BYTES = 64 << 10   # arrays at least this large go to ``buffers`` when one is given
 
+# A few ops (``tf.py_func``) carry a Python callable, which plain data cannot hold. Their module
+# registers ``pack(op) -> bytes`` and ``unpack(node_name, attrs, blob)`` for the op type: a
+# graph_def made for the wire (``buffers`` given) carries the packed callable in this attr, and
+# importing one calls ``unpack``. Both decide whether pickles may travel (never by default: see
+# zps.ops.script_ops and zps.transport.security); an exported graph_def carries no callable.
+CALLABLE_ATTR = "_py_callable"
+_CALLABLE_CODECS = {}
+
+
+def register_callable_codec(op_type, pack, unpack):
+    """Ship the Python callable of ``op_type`` ops with graphs sent to other tasks."""
+    _CALLABLE_CODECS[op_type] = (pack, unpack)
+
 
 def node_to_def(op, add_shapes=False, buffers=None):
     """One Operation as a plain-data node (see the module docstring)."""
@@ -91,6 +105,8 @@ def node_to_def(op, add_shapes=False, buffers=None):
         except (TypeError, ValueError) as e:
             raise ValueError("Cannot serialize attr %r of op %s (%s): %s"
                              % (name, op.name, op.type, e)) from None
+    if buffers is not None and op.type in _CALLABLE_CODECS:
+        attr[CALLABLE_ATTR] = _CALLABLE_CODECS[op.type][0](op)
     if op._colocation:
         attr["_class"] = {"list": ["loc:@" + n for n in op._colocation]}
     if len(op._outputs) != op.op_def.num_outputs:
@@ -368,9 +384,12 @@ def _parse_node_fields(node, raw, buffers=None):
     if not isinstance(attr, dict):
         raise ValueError("'attr' must be a dict, got %s" % _describe(attr))
     node.attrs, node.colocation, node.num_outputs, node.output_shapes = {}, [], None, None
+    callable_blob = attr.get(CALLABLE_ATTR)
     for key, value in attr.items():
         if not isinstance(key, str) or not _ATTR_NAME.match(key) or key in _KERNEL_ARGS:
             raise ValueError("invalid attr name %r" % (key,))
+        if key == CALLABLE_ATTR:
+            continue
         try:
             decoded = _buffer_attr(value, buffers) if _is_buffer_ref(value) else decode_attr(value)
         except (ValueError, TypeError) as e:
@@ -379,6 +398,18 @@ def _parse_node_fields(node, raw, buffers=None):
             _parse_reserved(node, key, decoded)
         else:
             node.attrs[key] = decoded
+    if callable_blob is not None:
+        codec = _CALLABLE_CODECS.get(node.op_type)
+        if codec is None or not isinstance(callable_blob, bytes):
+            raise ValueError("attr %s is only valid (as bytes) on ops that carry a Python "
+                             "callable, not on %s" % (CALLABLE_ATTR, node.op_type))
+        if buffers is None:
+            # Only a graph sent by a peer (which comes with its buffers) may carry one: a
+            # graph_def read from a file (a meta graph) never executes code when imported.
+            raise ValueError("a pickled Python function (attr %s) is only accepted in a graph "
+                             "sent by another task, not in a graph_def imported from a file"
+                             % CALLABLE_ATTR)
+        codec[1](node.name, node.attrs, callable_blob)   # refuses unless pickles are allowed
 
 
 def _parse_reserved(node, key, value):

@@ -798,7 +798,10 @@ class _SparseAccumulator(_AccumulatorBase):
 
     @staticmethod
     def _coalesce(indices, values):
-        """Sorted unique indices with the rows of duplicates summed (TF1 assumes sorted input)."""
+        """Sorted unique indices with the rows of duplicates summed (TF1 assumes sorted input).
+        Strictly increasing indices (e.g. another accumulator's output) come back as they are."""
+        if indices.size < 2 or bool((indices[1:] > indices[:-1]).all()):
+            return indices, values
         uniq, inverse = np.unique(indices, return_inverse=True)
         if len(uniq) == len(indices):
             order = np.argsort(indices, kind="stable")
@@ -808,13 +811,14 @@ class _SparseAccumulator(_AccumulatorBase):
         return uniq, summed
 
     def _assign(self, indices, values, shape, has_known_shape):
-        idx, vals = self._coalesce(indices.astype(np.int64), values.astype(self.dtype))
-        self._indices = idx
-        self._values = np.array(vals, copy=True)
-        self._counts = np.ones(len(idx), dtype=np.int64)
+        # astype copies: the accumulator owns (and later divides in place) what it keeps.
+        self._indices, self._values = self._coalesce(indices.astype(np.int64),
+                                                     values.astype(self.dtype))
+        self._counts = np.ones(len(self._indices), dtype=np.int64)
 
     def _add(self, indices, values, shape, has_known_shape):
-        idx, vals = self._coalesce(indices.astype(np.int64), values.astype(self.dtype))
+        idx, vals = self._coalesce(indices.astype(np.int64, copy=False),
+                                   values.astype(self.dtype, copy=False))
         union = np.union1d(self._indices, idx)
         a = np.searchsorted(union, self._indices)
         b = np.searchsorted(union, idx)

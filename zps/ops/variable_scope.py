@@ -25,10 +25,10 @@ import threading
 import weakref
 
 from zps.framework import dtypes as _dtypes
-from zps.framework.graph import GraphKeys, get_default_graph, is_symbolic
+from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph, is_symbolic
 from zps.framework.tensor_shape import as_shape
-from zps.ops import init_ops
-from zps.ops.variables import Variable
+from zps.ops import array_ops, init_ops, partitioned_variables
+from zps.ops.variables import SaveSliceInfo, Variable
 
 
 class _ReuseMode(enum.Enum):
@@ -51,6 +51,7 @@ class _VariableStore:
 
     def __init__(self):
         self._vars = {}
+        self._partitioned_vars = {}
         self._lock = threading.RLock()
 
     def get_variable(self, name, shape=None, dtype=_dtypes.float32, initializer=None,
@@ -67,10 +68,11 @@ class _VariableStore:
                         synchronization=None, aggregation=None):
             is_scalar = isinstance(shape, list | tuple) and not shape
             if partitioner is not None and not is_scalar:
-                raise NotImplementedError(
-                    "get_variable(%r, partitioner=...): partitioned variables are not supported yet "
-                    "(they arrive with sharded ps variables); create the variable without a "
-                    "partitioner" % name)
+                return self._get_partitioned_variable(
+                    name, partitioner, shape=shape, dtype=dtype, initializer=initializer,
+                    regularizer=regularizer, reuse=reuse, trainable=trainable,
+                    collections=collections, caching_device=caching_device,
+                    validate_shape=validate_shape, constraint=constraint)
             return self._get_single_variable(
                 name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
                 reuse=reuse, trainable=trainable, collections=collections,
@@ -90,9 +92,91 @@ class _VariableStore:
             kwargs["constraint"] = constraint
         return custom_getter(getter=true_getter, **kwargs)
 
+    def _get_partitioned_variable(self, name, partitioner, shape=None, dtype=_dtypes.float32,
+                                  initializer=None, regularizer=None, reuse=None, trainable=True,
+                                  collections=None, caching_device=None, validate_shape=True,
+                                  constraint=None):
+        """Get or create the PartitionedVariable ``name`` (shards ``name/part_<i>``), as TF1."""
+        initializing_from_value = initializer is not None and not callable(initializer)
+        with self._lock:
+            if name in self._vars:
+                raise ValueError("A partitioner was provided, but an unpartitioned version of the "
+                                 "variable was found: %s.  Perhaps a variable of the same name was "
+                                 "already created without partitioning?" % name)
+            shape = as_shape(shape)
+            if initializing_from_value:
+                shape = shape.merge_with(convert_to_tensor(initializer, dtype=dtype).get_shape())
+            existing = self._partitioned_vars.get(name)
+            partitions = None
+            # (TF1 also calls the partitioner when reusing; zps lets a reuse omit the shape.)
+            if existing is None or shape.is_fully_defined():
+                partitions = partitioned_variables.call_partitioner(partitioner, shape, dtype)
+            if existing is not None:
+                if reuse is False:
+                    raise ValueError("Partitioned variable with name %s already exists. Did you "
+                                     "mean to set reuse=True or reuse=tf.AUTO_REUSE in VarScope?"
+                                     % name)
+                if not shape.is_compatible_with(existing.get_shape()):
+                    raise ValueError("Trying to reuse partitioned variable %s, but specified shape "
+                                     "%s and found shape %s." % (name, shape, existing.get_shape()))
+                if not dtype.is_compatible_with(existing.dtype):
+                    raise ValueError("Trying to reuse partitioned variable %s, but specified dtype "
+                                     "%s and found dtype %s." % (name, dtype.name,
+                                                                 existing.dtype.name))
+                if partitions is not None and existing._get_partitions() != partitions:
+                    raise ValueError("Trying to reuse partitioned variable %s, but specified "
+                                     "partitions %s and found partitions %s."
+                                     % (name, partitions, existing._get_partitions()))
+                return existing
+            if reuse is True:
+                raise ValueError("PartitionedVariable %s does not exist, or was not created with "
+                                 "tf.get_variable(). Did you mean to set reuse=False or "
+                                 "reuse=tf.AUTO_REUSE in VarScope?" % name)
+            slice_dim, num_slices = partitioned_variables.slice_dim_and_num_slices(partitions)
+            if "%s/part_0" % name in self._vars:
+                if "%s/part_%d" % (name, num_slices - 1) not in self._vars:
+                    raise ValueError("Partitioner returned a different partitioning than what was "
+                                     "already found.  Partitioner returned %d shards, and shard "
+                                     "%s/part_0 was found, but %s/part_%d was not."
+                                     % (num_slices, name, name, num_slices - 1))
+                if "%s/part_%d" % (name, num_slices) in self._vars:
+                    raise ValueError("Partitioner returned a different partitioning than what was "
+                                     "already found.  Partitioner returned %d shards, and shard "
+                                     "%s/part_0 was found, but so was the extra shard %s/part_%d."
+                                     % (num_slices, name, name, num_slices))
+            graph = get_default_graph()
+            full_shape = shape.as_list()
+            shards = []
+            for i, (offset, var_shape) in enumerate(
+                    partitioned_variables.iter_slices(full_shape, num_slices, slice_dim)):
+                info = partitioned_variables._PartitionInfo(full_shape=full_shape,
+                                                            var_offset=offset)
+                shard_name = "%s/part_%d" % (name, i)
+                shard_dtype, init, init_shape = dtype, initializer, var_shape
+                if initializing_from_value:
+                    # A given full value is sliced: each shard gets its own rows.
+                    with graph.name_scope(shard_name + "/PartitionedInitializer"), \
+                            graph.control_dependencies(None):
+                        full = convert_to_tensor(initializer, dtype=dtype)
+                        init = array_ops.slice(full, offset, var_shape)
+                    shard_dtype, init_shape = init.dtype.base_dtype, None
+                with graph.name_scope(None):
+                    var = self._get_single_variable(
+                        shard_name, shape=init_shape, dtype=shard_dtype, initializer=init,
+                        regularizer=regularizer, reuse=reuse, trainable=trainable,
+                        collections=collections, caching_device=caching_device,
+                        validate_shape=validate_shape, constraint=constraint, partition_info=info)
+                var._set_save_slice_info(SaveSliceInfo(name, full_shape, offset, var_shape))
+                shards.append(var)
+            result = partitioned_variables.PartitionedVariable(
+                name=name, shape=shape, dtype=dtype, variable_list=shards, partitions=partitions)
+            self._partitioned_vars[name] = result
+            return result
+
     def _get_single_variable(self, name, shape=None, dtype=_dtypes.float32, initializer=None,
                              regularizer=None, reuse=None, trainable=True, collections=None,
-                             caching_device=None, validate_shape=True, constraint=None):
+                             caching_device=None, validate_shape=True, constraint=None,
+                             partition_info=None):
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape (variable %s)."
@@ -117,7 +201,8 @@ class _VariableStore:
                                  "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
                                  "VarScope?" % name)
             init_val, variable_dtype = self._initial_value(name, shape, dtype, initializer,
-                                                           initializing_from_value, validate_shape)
+                                                           initializing_from_value, validate_shape,
+                                                           partition_info)
             graph = get_default_graph()
             # As TF1's init_scope: a variable and its initializer never depend on the ops of a
             # surrounding control_dependencies block (the initializer must run before any step).
@@ -136,7 +221,8 @@ class _VariableStore:
         return v
 
     @staticmethod
-    def _initial_value(name, shape, dtype, initializer, initializing_from_value, validate_shape):
+    def _initial_value(name, shape, dtype, initializer, initializing_from_value, validate_shape,
+                       partition_info=None):
         """The Variable's ``initial_value`` (a value or a zero-argument callable) and its dtype."""
         if initializer is None:
             if dtype.is_floating:
@@ -158,7 +244,7 @@ class _VariableStore:
         if shape.is_fully_defined():
             dims = shape.as_list()
             if "partition_info" in _parameters(initializer):
-                return (lambda: initializer(dims, dtype=dtype, partition_info=None)), dtype
+                return (lambda: initializer(dims, dtype=dtype, partition_info=partition_info)), dtype
             return (lambda: initializer(dims, dtype=dtype)), dtype
         if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                for p in _parameters(initializer).values()):

@@ -75,7 +75,10 @@ class Variable:
             with graph.colocate_with(var_op):
                 self._initializer_op = state_ops.assign(
                     self._variable, self._initial_value, validate_shape=validate_shape).op
-            with graph.device(caching_device or var_op.device):
+            # TF1: the snapshot lives on the caching device if given, else with the variable
+            # (a device function such as replica_device_setter(worker_device=".../gpu:0") must
+            # not move a ps variable's read onto the ps's GPU).
+            with (graph.device(caching_device) if caching_device else graph.colocate_with(var_op)):
                 self._snapshot = array_ops.identity(self._variable, name="read")
         graph.add_to_collections(collections, self)
 
@@ -164,6 +167,57 @@ class Variable:
 
     def __bool__(self):
         raise TypeError("Using a zps.Variable as a Python bool is not allowed.")
+
+    # -- partitioned variables: where this variable sits in the full one -----------------------
+    def _set_save_slice_info(self, save_slice_info):
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self):
+        return self._save_slice_info
+
+
+class SaveSliceInfo:
+    """Where a shard of a partitioned variable sits: the full variable's name and shape, and the
+    shard's offset and shape in it (TF1's ``Variable.SaveSliceInfo``). The Saver stores it."""
+
+    def __init__(self, full_name=None, full_shape=None, var_offset=None, var_shape=None,
+                 save_slice_info_def=None, import_scope=None):
+        if save_slice_info_def is not None:
+            full_name = save_slice_info_def["full_name"]
+            full_shape = save_slice_info_def["full_shape"]
+            var_offset = save_slice_info_def["var_offset"]
+            var_shape = save_slice_info_def["var_shape"]
+            if import_scope:
+                full_name = import_scope + "/" + full_name
+        self.full_name = full_name
+        self.full_shape = [int(d) for d in full_shape]
+        self.var_offset = [int(d) for d in var_offset]
+        self.var_shape = [int(d) for d in var_shape]
+        if not len(self.full_shape) == len(self.var_offset) == len(self.var_shape):
+            raise ValueError("SaveSliceInfo of %s: full_shape %s, var_offset %s and var_shape %s "
+                             "must have one rank" % (full_name, self.full_shape, self.var_offset,
+                                                     self.var_shape))
+
+    @property
+    def spec(self):
+        """TF1's slice spec string, e.g. ``"10 4 0,5:0,4"`` (full shape, then offset,length)."""
+        full_shape_str = " ".join("%d" % d for d in self.full_shape) + " "
+        sl_spec = ":".join("%d,%d" % (o, s) for o, s in zip(self.var_offset, self.var_shape))
+        return full_shape_str + sl_spec
+
+    def to_proto(self, export_scope=None):
+        """The slice info as a plain dict (TF1's SaveSliceInfoDef)."""
+        name = self.full_name
+        if export_scope and name.startswith(export_scope + "/"):
+            name = name[len(export_scope) + 1:]
+        return {"full_name": name, "full_shape": list(self.full_shape),
+                "var_offset": list(self.var_offset), "var_shape": list(self.var_shape)}
+
+    def __repr__(self):
+        return "SaveSliceInfo(%r, %r)" % (self.full_name, self.spec)
+
+
+Variable.SaveSliceInfo = SaveSliceInfo
 
 
 def _install_variable_operators():

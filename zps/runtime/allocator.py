@@ -6,6 +6,14 @@ is page-faulted in again on each step. Raising the mmap and trim thresholds keep
 reuse: an allocate-and-fill of 64 MB drops from ~17 ms to ~10 ms on the 2-core reference machine.
 The cost is that the process keeps its peak heap (RSS does not shrink after a peak).
 
+The thresholds alone only help the main thread: glibc gives other threads arenas of their own,
+made of heaps of at most 64 MB, so a 64 MB block allocated on such a thread (the transport's I/O
+thread receives tensors into fresh arrays) never fits one and is mmap'd (and page-faulted) anew
+each time whatever the thresholds say. One arena for the whole process (M_ARENA_MAX = 1) serves
+every thread from the main heap, where freed blocks are reused; its lock is uncontended in
+practice, as Python threads allocate under the GIL. Threads that already allocated keep their
+arenas, so this must run early (zps runs it at import).
+
 Set ZPS_MALLOC_TUNING=0 to leave the allocator alone.
 """
 
@@ -15,6 +23,8 @@ import os
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
+ARENA_MAX = 1
 MMAP_THRESHOLD_BYTES = 1 << 30
 TRIM_THRESHOLD_BYTES = 1 << 31
 
@@ -36,5 +46,6 @@ def tune():
     except (OSError, AttributeError):
         return False  # not glibc (musl, macOS): nothing to tune
     _tuned = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and \
-        bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+        bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)) and \
+        bool(mallopt(_M_ARENA_MAX, ARENA_MAX))
     return _tuned

@@ -28,6 +28,7 @@ import functools
 import itertools
 import queue
 import threading
+import time
 
 import numpy as np
 
@@ -132,7 +133,8 @@ class Plan:
     Plans are immutable once built and may run concurrently from several threads.
     """
 
-    def __init__(self, feeds, fetches, targets, backend="numpy", placement_check=None):
+    def __init__(self, feeds, fetches, targets, backend="numpy", placement_check=None,
+                 soft_placement=False, gpu_ids=None):
         self.feeds = list(feeds)
         self.fetches = list(fetches)
         self.targets = list(targets)
@@ -141,6 +143,9 @@ class Plan:
         if placement_check is not None:
             for op in self.ops:
                 placement_check(op)
+        # Ops on GPUs: where each op runs and the copies between host and devices (_GpuPlan).
+        # A plan that names no GPU is built and run exactly as before: no per-op cost.
+        gpus = _GpuPlan(self.ops, fed, soft_placement, gpu_ids) if _names_gpu(self.ops) else None
         slots = {}
 
         def slot(t):
@@ -159,13 +164,20 @@ class Plan:
             opdef = op.op_def
             deref = frozenset(i for i, t in enumerate(op.inputs)
                               if t.is_ref and i not in opdef.ref_inputs)
-            steps.append(_Step(op, _bind_kernel(op, backend), tuple(slot(t) for t in op.inputs),
-                               deref, tuple(_TRASH if t in fed else slot(t) for t in op.outputs),
+            ins = tuple(slot(t) for t in op.inputs)
+            if gpus is None:
+                fn = _bind_kernel(op, backend)
+            else:
+                fn, ins, deref = gpus.bind(op, ins, deref, slot, steps)
+            steps.append(_Step(op, fn, ins, deref,
+                               tuple(_TRASH if t in fed else slot(t) for t in op.outputs),
                                opdef.is_async))
         template = [None] * (len(slots) + 1)
         for t, s in slots.items():
-            if _foldable(t.op, fed):
+            if isinstance(t, Tensor) and _foldable(t.op, fed):
                 template[s] = t.op._attrs["value"]
+        if gpus is not None:
+            gpus.fill_template(template)
         self._template = template
         self._steps = steps
         self._fns = [s.fn for s in steps]
@@ -173,8 +185,12 @@ class Plan:
         self._ref_feeds = [slots[t] for t in self.feeds if t.is_ref]
         self._fetch_slots = [slots[t] for t in self.fetches]
         self._fetch_fix = _fetch_fixers(self.ops, self.fetches, fed, slots)
+        if gpus is not None:
+            self._fetch_slots, self._fetch_fix = gpus.fetch_fixers(
+                self.fetches, self._fetch_slots, self._fetch_fix)
         # A plan without asynchronous ops never waits on another task or a queue.
         self.may_block = any(s.is_async for s in steps)
+        self._trace_info = None   # (dependents, pending, labels) for run_traced, built on first use
         if self.may_block:
             self._execute = self._run_dataflow
             self._dependents, self._pending = _dependencies(steps, slots)
@@ -199,6 +215,28 @@ class Plan:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             self._execute(ctx, vals)
         return [fix(vals[s], vals) for fix, s in zip(self._fetch_fix, self._fetch_slots)]
+
+    def run_traced(self, ctx, feed_values):
+        """Run one step like ``run`` while timing every kernel (``RunOptions.FULL_TRACE``).
+
+        Returns ``(fetched values, records)``: one ``(op name, start us, end us, timeline label,
+        lane)`` per kernel call, times in microseconds since the epoch. An asynchronous kernel
+        (``_Recv``, a blocking dequeue) spans from its call to its completion, so its record is
+        the wait for its value; ``_FlushSends`` records are the batched sends going out. This is a
+        separate, slower loop: untraced steps pay nothing for tracing.
+        """
+        vals = self._template.copy()
+        for s, v in zip(self._feed_slots, feed_values):
+            vals[s] = v
+        for s in self._ref_feeds:
+            vals[s] = _FedRef(vals[s])
+        if self._trace_info is None:   # built on first use; a benign race between threads
+            self._trace_info = _dependencies(self._steps, None) + ([_timeline_label(
+                step.op) for step in self._steps],)
+        records = []
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            _run_traced(self._steps, self._trace_info, ctx, vals, records)
+        return [fix(vals[s], vals) for fix, s in zip(self._fetch_fix, self._fetch_slots)], records
 
     def _run_compiled(self, ctx, vals):
         fns = self._fns
@@ -239,11 +277,14 @@ class Plan:
                 if not waiting:
                     raise errors.InternalError(None, None, "Plan deadlocked: %d ops can never "
                                                "become ready (cyclic control inputs?)" % left)
-                if flush is not None:
-                    flush()  # what this wave sent goes out before we wait for what others send
-                # The cancellation path of this wait is the async kernel's: an aborted step or a
-                # stopped server calls done(error).
-                k, result = completions.get()
+                try:   # values that already arrived are taken before the batched sends go out
+                    k, result = completions.get_nowait()
+                except queue.Empty:
+                    if flush is not None:
+                        flush()  # what this wave sent goes out before we wait for what others send
+                    # The cancellation path of this wait is the async kernel's: an aborted step
+                    # or a stopped server calls done(error).
+                    k, result = completions.get()
                 waiting -= 1
                 step = steps[k]
                 try:
@@ -257,6 +298,68 @@ class Plan:
                 pending[d] -= 1
                 if pending[d] == 0:
                     ready.append(d)
+
+
+def _run_traced(steps, trace_info, ctx, vals, records):
+    """``Plan._run_dataflow`` with a clock around every kernel (see ``Plan.run_traced``)."""
+    dependents, pending, labels = trace_info
+    pending = pending.copy()
+    ready = collections.deque(k for k, n in enumerate(pending) if n == 0)
+    completions = queue.SimpleQueue()
+    flush = ctx.extras.get("flush")
+    started = {}   # async step -> (start us, lane)
+    lanes = []     # lanes of async kernels waiting (lane 0 runs the synchronous kernels)
+    left, waiting = len(steps), 0
+    now = time.time
+    while left:
+        if ready:
+            k = ready.popleft()
+            step = steps[k]
+            try:
+                if step.is_async:
+                    waiting += 1
+                    lane = next((i for i, busy in enumerate(lanes) if not busy), len(lanes))
+                    lanes[lane:lane + 1] = [True]
+                    started[k] = (now(), lane)
+                    step.fn(ctx, functools.partial(_complete, completions, k), *step.args(vals))
+                    continue
+                t0 = now()
+                step.store(vals, step.fn(ctx, *step.args(vals)))
+                records.append((step.op.name, int(t0 * 1e6), int(now() * 1e6), labels[k], 0))
+            except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
+                raise op_error(e, step.op) from e
+        else:
+            if not waiting:
+                raise errors.InternalError(None, None, "Plan deadlocked: %d ops can never "
+                                           "become ready (cyclic control inputs?)" % left)
+            if flush is not None:
+                t0 = now()
+                flush()
+                records.append(("_FlushSends", int(t0 * 1e6), int(now() * 1e6),
+                                "_FlushSends = _FlushSends()", 0))
+            k, result = completions.get()
+            waiting -= 1
+            step = steps[k]
+            t0, lane = started.pop(k)
+            lanes[lane] = False
+            records.append((step.op.name, int(t0 * 1e6), int(now() * 1e6), labels[k], lane + 1))
+            try:
+                if isinstance(result, BaseException):
+                    raise result
+                step.store(vals, result)
+            except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
+                raise op_error(e, step.op) from e
+        left -= 1
+        for d in dependents[k]:
+            pending[d] -= 1
+            if pending[d] == 0:
+                ready.append(d)
+
+
+def _timeline_label(op):
+    """TF1's timeline label of a node: ``"name = Type(input, ...)"`` (output 0 named by its op)."""
+    inputs = ", ".join(t.op.name if t.value_index == 0 else t.name for t in op.inputs)
+    return "%s = %s(%s)" % (op.name, op.type, inputs)
 
 
 def _complete(completions, k, result=None):
@@ -333,6 +436,114 @@ def _bind_kernel(op, backend):
     if opdef.needs_op_name:
         attrs["op_name"] = op.name
     return functools.partial(kernel, **attrs) if attrs else kernel
+
+
+# -- GPU devices: placement and host<->device copies (zps.ops.cupy_kernels) ---------------------
+def _names_gpu(ops):
+    return any("GPU" in op.device for op in ops)
+
+
+class _GpuPlan:
+    """Where each op of a plan runs (the host, or a GPU by cupy) and the copies between them.
+
+    A copy is a step of its own, inserted right before the first op that needs it and shared by
+    every consumer on the same device: host->device for feeds, host values and constants (these
+    once, when the plan is built) read by a GPU op; device->host for GPU values read by a host op
+    (into pinned memory when the reader is a ``_Send`` to another task) and for fetches, which
+    always come back as numpy; device->device between GPUs. A variable read by an op on another
+    device is read when that op runs and copied then. Shape-reading ops and shape/axis inputs
+    (``cupy_kernels.METADATA`` / ``HOST_INPUTS``) stay on the host without copies.
+    """
+
+    def __init__(self, ops, fed, soft_placement, gpu_ids=None):
+        from zps.ops import cupy_kernels
+        self._ck = cupy_kernels
+        self._fed = fed
+        # op -> GPU index (ops not in it run on the host)
+        self.device = cupy_kernels.place(ops, soft_placement, gpu_ids)
+        self._copies = {}      # (slot, device) -> slot of its copy there
+        self._constants = []   # (slot of the device copy, slot of the host constant, device)
+
+    def _copy_fn(self, have, want, consumer):
+        ck = self._ck
+        if have is None:
+            return functools.partial(ck.to_device, want)
+        if want is None:
+            return ck.host_transfer_for(consumer.type)
+        return functools.partial(ck.device_copy, want)
+
+    def bind(self, op, ins, deref, slot, steps):
+        """``op``'s kernel for its device, and its input slots after the copies it needs
+        (appended to ``steps``)."""
+        ck = self._ck
+        dev = self.device.get(op)
+        fn = _bind_kernel(op, "numpy") if dev is None else ck.bind_gpu(_bind_kernel(op, "cupy"), dev)
+        if op.type in ck.METADATA:
+            return fn, ins, deref
+        host_inputs = ck.host_inputs(op.type, len(ins)) if dev is not None else ()
+        ins, deref = list(ins), set(deref)
+        ref_inputs = op.op_def.ref_inputs
+        fed = self._fed
+        for i, t in enumerate(op._inputs):
+            if i in ref_inputs:
+                continue   # a variable's container: the op runs where the variable lives
+            want = None if i in host_inputs else dev
+            constant = t not in fed and _foldable(t.op, fed)
+            have = None if (t in fed or constant) else self.device.get(t.op)
+            if want == have:
+                continue
+            if i in deref:   # read the variable when this op runs, then copy the value
+                s = slot(("read", op, i))
+                steps.append(_Step(op, self._copy_fn(have, want, op), (ins[i],), frozenset([0]),
+                                   (s,), False))
+                deref.discard(i)
+            else:
+                key = (ins[i], want)
+                s = self._copies.get(key)
+                if s is None:
+                    s = self._copies[key] = slot(("copy",) + key)
+                    if constant:
+                        self._constants.append((s, ins[i], want))
+                    else:
+                        steps.append(_Step(op, self._copy_fn(have, want, op), (ins[i],),
+                                           frozenset(), (s,), False))
+            ins[i] = s
+        return fn, tuple(ins), frozenset(deref)
+
+    def fill_template(self, template):
+        for s, host, dev in self._constants:
+            template[s] = self._ck.to_device(dev, None, template[host])
+
+    def fetch_fixers(self, fetches, fetch_slots, fixers):
+        """Fetches of GPU values are copied to the host (a fresh array: nothing aliases), or
+        taken from the host copy the step makes anyway for a host op."""
+        slots, out = [], []
+        for t, s, fix in zip(fetches, fetch_slots, fixers):
+            host_copy = self._copies.get((s, None))
+            if t in self._fed or self.device.get(t.op) is None:
+                slots.append(s)
+                out.append(fix)
+            elif t.is_ref:
+                slots.append(s)
+                out.append(functools.partial(_read_to_host, self._ck.to_host, t.op))
+            elif host_copy is not None:
+                slots.append(host_copy)
+                out.append(_as_is)
+            else:
+                slots.append(s)
+                out.append(functools.partial(_fetch_to_host, self._ck.to_host))
+        return slots, out
+
+
+def _fetch_to_host(to_host, v, vals):
+    return to_host(None, v)
+
+
+def _read_to_host(to_host, op, container, vals):
+    try:
+        return to_host(None, container.read())
+    except errors.OpError as e:
+        raise op_error(e, op) from None
 
 
 class _FedRef:

@@ -14,6 +14,7 @@ from zps.train.learning_rate_decay import *  # noqa: F403
 from zps.train.momentum import *  # noqa: F403
 from zps.train.monitored_session import *  # noqa: F403
 from zps.train.optimizer import *  # noqa: F403
+from zps.train.profiler_hook import *  # noqa: F403
 from zps.train.queue_runner import *  # noqa: F403
 from zps.train.rmsprop import *  # noqa: F403
 from zps.train.saver import *  # noqa: F403

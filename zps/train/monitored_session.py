@@ -89,17 +89,34 @@ class Scaffold:
 
     def finalize(self):
         """Create the missing pieces (TF1's defaults) and finalize the default graph."""
-        from zps.ops import variables
+        from zps.ops import array_ops, control_flow_ops, resources, variables
+
+        # As TF1's Scaffold: shared resources (e.g. hash embedding shards) are initialized by the
+        # init op and reported by the ready ops like variables, so a restarted ps task holding
+        # only resources makes the model "not ready" and the chief restores it.
+        def default_init_op():
+            return control_flow_ops.group(
+                variables.global_variables_initializer(),
+                resources.initialize_resources(resources.shared_resources()))
+
+        def default_ready_op():
+            return array_ops.concat([variables.report_uninitialized_variables(),
+                                     resources.report_uninitialized_resources()], 0)
+
+        def default_ready_for_local_init_op():
+            return array_ops.concat([
+                variables.report_uninitialized_variables(variables.global_variables()),
+                resources.report_uninitialized_resources(resources.shared_resources())], 0)
+
         if self._init_op is None:
-            self._init_op = Scaffold.get_or_default(
-                "init_op", GraphKeys.INIT_OP, variables.global_variables_initializer)
+            self._init_op = Scaffold.get_or_default("init_op", GraphKeys.INIT_OP, default_init_op)
         if self._ready_op is None:
-            self._ready_op = Scaffold.get_or_default(
-                "ready_op", GraphKeys.READY_OP, variables.report_uninitialized_variables)
+            self._ready_op = Scaffold.get_or_default("ready_op", GraphKeys.READY_OP,
+                                                     default_ready_op)
         if self._ready_for_local_init_op is None:
             self._ready_for_local_init_op = Scaffold.get_or_default(
                 "ready_for_local_init_op", GraphKeys.READY_FOR_LOCAL_INIT_OP,
-                lambda: variables.report_uninitialized_variables(variables.global_variables()))
+                default_ready_for_local_init_op)
         if self._local_init_op is None:
             self._local_init_op = Scaffold.get_or_default(
                 "local_init_op", GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op)
@@ -143,10 +160,11 @@ class Scaffold:
 
     @staticmethod
     def default_local_init_op():
-        """Initialize the local variables and tables (TF1's default local init op)."""
-        from zps.ops import control_flow_ops, variables
+        """Initialize the local variables, tables and local resources (TF1's default)."""
+        from zps.ops import control_flow_ops, resources, variables
         tables = get_default_graph().get_collection(_TABLE_INITIALIZERS)
-        return control_flow_ops.group(variables.local_variables_initializer(), *tables)
+        return control_flow_ops.group(variables.local_variables_initializer(), *tables,
+                                      resources.initialize_resources(resources.local_resources()))
 
 
 _TABLE_INITIALIZERS = getattr(GraphKeys, "TABLE_INITIALIZERS", "table_initializer")

@@ -40,11 +40,23 @@ def _var_key(var):
 def _flatten(values):
     if isinstance(values, list | tuple | set):
         return [v for item in values for v in _flatten(item)]
+    shards = getattr(values, "_zps_optimizer_shards", None)  # a table: its shards are updated
+    if shards is not None:
+        return shards()
     return [values]
 
 
+# Tables (e.g. zps.contrib.embedding's hash embeddings) that minimize() updates by default.
+TRAINABLE_TABLES = "trainable_tables"
+
+
+def _is_table(v):
+    # A table shard applies an optimizer's update itself (the slots live in its resource).
+    return hasattr(v, "_zps_apply_gradient")
+
+
 def _check_variable(v):
-    if not isinstance(v, Variable):
+    if not isinstance(v, Variable) and not _is_table(v):
         raise NotImplementedError("Trying to optimize unsupported type %r: optimizers update "
                                   "zps.Variable objects" % (v,))
 
@@ -103,6 +115,7 @@ class Optimizer:
         if var_list is None:
             graph = getattr(loss, "graph", None) or get_default_graph()
             var_list = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
+            var_list = var_list + _flatten(graph.get_collection(TRAINABLE_TABLES))
         else:
             var_list = _flatten(var_list)
         if not var_list:
@@ -145,8 +158,10 @@ class Optimizer:
             raise ValueError("No gradients provided for any variable: %s."
                              % ([str(v) for _, v in converted],))
         graph = var_list[0].graph
+        plain_vars = [v for v in var_list if not _is_table(v)]
         with graph.control_dependencies(None):  # state is created outside any control context
-            self._create_slots(var_list)
+            if plain_vars:
+                self._create_slots(plain_vars)
         update_ops = []
         with graph.name_scope(name or self._name) as scope:
             self._prepare()
@@ -155,10 +170,12 @@ class Optimizer:
                     continue
                 with graph.name_scope("update_" + var.op.name), graph.colocate_with(var):
                     update_ops.append(self._update_op(grad, var))
+            # Only tables: their slots live with their rows, there is no optimizer state to finish.
+            finish = self._finish if plain_vars else Optimizer._finish.__get__(self)
             if global_step is None:
-                apply_updates = self._finish(update_ops, scope)
+                apply_updates = finish(update_ops, scope)
             else:
-                with graph.control_dependencies([self._finish(update_ops, "update")]):
+                with graph.control_dependencies([finish(update_ops, "update")]):
                     with graph.colocate_with(global_step):
                         apply_updates = state_ops.assign_add(global_step, 1, name=scope)
         if isinstance(apply_updates, Tensor):
@@ -169,6 +186,8 @@ class Optimizer:
         return apply_updates
 
     def _update_op(self, grad, var):
+        if _is_table(var):
+            return var._zps_apply_gradient(self, grad)
         if isinstance(grad, Tensor):
             update_op = self._apply_dense(grad, var)
             if var.constraint is None:

@@ -32,10 +32,11 @@ import numpy as np
 from zps.framework import checkpoint_format, errors
 from zps.framework import dtypes as _dtypes
 from zps.framework.device import canonical_name
-from zps.framework.graph import GraphKeys, Operation, Tensor, get_default_graph
+from zps.framework.graph import GraphKeys, Operation, Tensor, convert_to_tensor, get_default_graph
 from zps.framework.serialization import graph_to_def, import_graph_def
-from zps.ops import array_ops, control_flow_ops, io_ops, state_ops
-from zps.ops.variables import Variable, global_variables
+from zps.ops import array_ops, control_flow_ops, io_ops, partitioned_variables, state_ops
+from zps.ops.partitioned_variables import PartitionedVariable
+from zps.ops.variables import SaveSliceInfo, Variable, global_variables
 from zps.train import checkpoint_management, training_util
 
 _logger = logging.getLogger(__name__)
@@ -52,9 +53,30 @@ class Saver:
     """Saves and restores variables (TF1's ``tf.train.Saver``).
 
     ``var_list``: a list of variables (saved under their op names) or a dict ``{name: variable}``;
-    default: every global variable. ``sharded=True`` writes one shard per device, from that
+    default: every global variable plus the objects of the ``tf.GraphKeys.SAVEABLE_OBJECTS``
+    ("saveable_objects") collection. ``sharded=True`` writes one shard per device, from that
     device. ``max_to_keep`` newest checkpoints are kept (None or 0: all), plus one every
     ``keep_checkpoint_every_n_hours``.
+
+    Partitioned variables: a shard (a Variable with ``_save_slice_info``, as
+    ``get_variable(partitioner=...)`` makes them) is saved as a slice of the full variable: the
+    checkpoint index lists the full name and shape once, with each slice's offset, shape and
+    location (see checkpoint_format.py); ``var_list`` may also hold a PartitionedVariable, or a
+    dict value may be one or a list of its shards. On restore each shard reads its own region,
+    whatever slicing the checkpoint was written with: a model saved with 2 partitions restores
+    into 3, or into an unpartitioned variable, and the other way round. Optimizer slots of a
+    shard (``emb/part_1/Adagrad``) are saved as slices of ``emb/Adagrad``, so they re-shard too.
+
+    Custom saveables (the hook for state that is not a Variable, e.g. hash tables): any object
+    in ``var_list`` or in the "saveable_objects" collection that has both
+
+    - ``_zps_saveable_specs()`` -> a list of ``(checkpoint_key, tensor)``: the tensors to save,
+      under keys unique in the checkpoint. It is called once, when the Saver is built; the
+      tensors' shapes may be known only at run time (e.g. a table's current rows). With
+      ``sharded=True`` each tensor is saved from its own device.
+    - ``_zps_restore(tensors_by_key)`` -> an Operation: given ``{checkpoint_key: tensor}`` (the
+      restored values, dynamic shapes, placed on the device of the object's first tensor), build
+      and return the op that loads them into the object. It runs as part of ``restore``.
     """
 
     def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
@@ -102,17 +124,17 @@ class Saver:
         var_list = self._var_list
         if var_list is None:
             var_list = global_variables() + get_default_graph().get_collection(_SAVEABLE_OBJECTS)
-        named = _op_list_to_dict(var_list)
-        if not named:
+        items = _saveable_items(var_list)
+        if not items:
             if self._allow_empty:
                 self._is_empty = True
                 return
             raise ValueError("No variables to save")
-        graph = _graph_of(named.values())
+        graph = _graph_of(items)
         with graph.as_default(), graph.name_scope(self._name or "save") as scope:
             filename = array_ops.constant(self._filename or "model", dtype=_dtypes.string,
                                           name="Const")
-            groups = _group_by_device(named) if self._sharded else [("", sorted(named.items()))]
+            groups = _group_by_device(items) if self._sharded else [("", items)]
             save_tensor = self._add_save_ops(graph, filename, groups)
             restore_op = self._add_restore_ops(graph, filename, groups)
         self.saver_def = {
@@ -126,33 +148,66 @@ class Saver:
             "scope": scope.rstrip("/"),
         }
 
+    def _device(self, graph, device):
+        return graph.device(device or None) if self._sharded else contextlib.nullcontext()
+
     def _add_save_ops(self, graph, filename, groups):
         metas = []
         for i, (device, items) in enumerate(groups):
-            with graph.device(device or None) if self._sharded else contextlib.nullcontext():
-                metas.append(io_ops.save_shard(filename, [_ref(v) for _, v in items],
-                                               [n for n, _ in items], shard=i,
+            with self._device(graph, device):
+                metas.append(io_ops.save_shard(filename, [it.tensor for it in items],
+                                               [it.key for it in items], shard=i,
                                                num_shards=len(groups), name="SaveShard"))
-        with graph.device(groups[-1][0] or None) if self._sharded else contextlib.nullcontext():
+        with self._device(graph, groups[-1][0]):
             # The index names every shard, so it is written after all of them: the commit point.
             return io_ops.write_checkpoint_index(filename, metas, name="control_dependency")
 
     def _add_restore_ops(self, graph, filename, groups):
         assigns = []
+        owners = {}  # custom saveable -> its items (restored together, after the variables)
         for device, items in groups:
             deps = list(assigns) if self._restore_sequentially else []
             with graph.control_dependencies(deps):
-                with graph.device(device or None) if self._sharded else contextlib.nullcontext():
-                    values = io_ops.restore_shard(
-                        filename, [n for n, _ in items], [v.dtype.base_dtype for _, v in items],
-                        [None if self._reshape else v.get_shape() for _, v in items],
-                        name="RestoreV2")
-                values = values if isinstance(values, list) else [values]
-                for (_, v), value in zip(items, values):
-                    with graph.colocate_with(_ref(v).op):
-                        assigns.append(state_ops.assign(_ref(v), value,
-                                                        validate_shape=not self._reshape).op)
+                whole = [it for it in items if it.owner is None and it.slice_info is None]
+                if whole:
+                    with self._device(graph, device):
+                        values = io_ops.restore_shard(
+                            filename, [it.key for it in whole],
+                            [it.ref.dtype.base_dtype for it in whole],
+                            [None if self._reshape else it.ref.get_shape() for it in whole],
+                            name="RestoreV2")
+                    values = values if isinstance(values, list) else [values]
+                    for it, value in zip(whole, values):
+                        assigns.append(self._assign(graph, it.ref, value))
+                for it in items:
+                    if it.owner is not None:
+                        owners.setdefault(id(it.owner), (it.owner, []))[1].append(it)
+                    elif it.slice_info is not None:
+                        # Any region of a tensor saved whole or in any slicing: re-sharding works.
+                        info = it.slice_info
+                        with self._device(graph, device):
+                            value = partitioned_variables.restore_slice(
+                                filename, info.full_name, info.var_offset, info.var_shape,
+                                it.ref.dtype.base_dtype, name="RestoreSlice")
+                        assigns.append(self._assign(graph, it.ref, value))
+        for owner, items in owners.values():
+            with self._device(graph, items[0].tensor.device):
+                values = io_ops.restore_shard(filename, [it.key for it in items],
+                                              [it.tensor.dtype.base_dtype for it in items],
+                                              None, name="RestoreV2")
+            values = values if isinstance(values, list) else [values]
+            op = owner._zps_restore({it.key: v for it, v in zip(items, values)})
+            if not isinstance(op, Operation):
+                op = getattr(op, "op", op)
+            if not isinstance(op, Operation):
+                raise TypeError("%r._zps_restore must return an Operation, got %r"
+                                % (owner, type(op).__name__))
+            assigns.append(op)
         return control_flow_ops.group(*assigns, name="restore_all")
+
+    def _assign(self, graph, ref, value):
+        with graph.colocate_with(ref.op):
+            return state_ops.assign(ref, value, validate_shape=not self._reshape).op
 
     def _check_saver_def(self):
         if not isinstance(self.saver_def, dict):
@@ -390,15 +445,20 @@ def _variable_from_def(graph, info, prefix):
     var._initial_value = element("initial_value")
     var._trainable = bool(info.get("trainable", True))
     var._constraint = None
-    var._save_slice_info = None
+    slice_def = info.get("save_slice_info")
+    var._save_slice_info = SaveSliceInfo(save_slice_info_def=slice_def,
+                                         import_scope=prefix[:-1]) if slice_def else None
     return var
 
 
 def _collection_item_name(item):
     if isinstance(item, Variable):
-        return {"variable": item.op.name, "initializer": item.initializer.name,
-                "snapshot": item.value().name, "initial_value": item.initial_value.name,
-                "trainable": bool(item.trainable)}
+        out = {"variable": item.op.name, "initializer": item.initializer.name,
+               "snapshot": item.value().name, "initial_value": item.initial_value.name,
+               "trainable": bool(item.trainable)}
+        if item._save_slice_info is not None:
+            out["save_slice_info"] = item._save_slice_info.to_proto()
+        return out
     if isinstance(item, Tensor):
         return {"tensor": item.name}
     if isinstance(item, Operation):
@@ -413,54 +473,134 @@ def _ref(v):
     return v._ref() if isinstance(v, Variable) else v
 
 
-def _op_list_to_dict(var_list):
-    """``{save name: variable}`` from a list (names are op names) or a dict; checks both."""
+class _Item:
+    """One tensor of a checkpoint: its key, the tensor saved, the variable reference it is
+    restored into (None for a custom saveable, which restores itself), the SaveSliceInfo of a
+    shard of a partitioned variable, and the custom saveable it belongs to."""
+
+    __slots__ = ("key", "tensor", "ref", "slice_info", "owner")
+
+    def __init__(self, key, tensor, ref=None, slice_info=None, owner=None):
+        self.key, self.tensor, self.ref = key, tensor, ref
+        self.slice_info, self.owner = slice_info, owner
+
+    @property
+    def device(self):
+        return canonical_name(self.tensor.device)
+
+
+def _is_custom_saveable(obj):
+    return callable(getattr(obj, "_zps_saveable_specs", None)) and callable(
+        getattr(obj, "_zps_restore", None))
+
+
+def _saveable_items(var_list):
+    """The checkpoint items of a Saver's ``var_list``, sorted by key; checks names."""
     if isinstance(var_list, dict):
-        items = list(var_list.items())
+        pairs = list(var_list.items())
     elif isinstance(var_list, list | tuple | set):
-        items = []
-        for v in var_list:
-            _check_saveable(v, None)
-            items.append((_ref(v).op.name, v))
-        items.sort(key=lambda kv: kv[0])
+        pairs = [(None, v) for v in var_list]
     else:
         raise TypeError("Saver's var_list must be a list or a dict of variables, got %r"
                         % type(var_list).__name__)
-    named, seen = {}, {}
-    for name, v in items:
+    items, seen = [], {}
+    slot_info = _slot_slice_infos(pairs)
+    for name, v in pairs:
+        name = name.name if isinstance(name, Tensor) else name
+        if _is_custom_saveable(v):
+            for key, tensor in v._zps_saveable_specs():
+                items.append(_Item(str(key), convert_to_tensor(tensor), owner=v))
+            continue
+        shards = list(v) if isinstance(v, PartitionedVariable | list | tuple) else None
+        if shards is not None:
+            full_name = v.name if name is None and isinstance(v, PartitionedVariable) else name
+            for shard in shards:
+                _check_saveable(shard, name)
+                info = _slice_info(shard)
+                if info is None:
+                    raise ValueError("Variable %s saved as part of %r has no slice information "
+                                     "(only shards of a partitioned variable can be saved as a "
+                                     "list)" % (_ref(shard).op.name, full_name))
+                items.append(_slice_item(full_name, shard, info))
+            continue
         _check_saveable(v, name)
-        name = name.name if isinstance(name, Tensor) else str(name)
-        if name in named:
-            raise ValueError("At least two variables have the same name: %s" % name)
-        ref = _ref(v)
-        if ref in seen:
-            raise ValueError("The same variable %s is saved under two names: %s and %s"
-                             % (ref.op.name, seen[ref], name))
-        seen[ref] = name
-        named[name] = v
-    return named
+        info = _slice_info(v) or slot_info.get(id(v))
+        if info is not None:  # a shard of a partitioned variable: saved as a slice of the whole
+            items.append(_slice_item(info.full_name if name is None else str(name), v, info))
+        else:
+            items.append(_Item(_ref(v).op.name if name is None else str(name), _ref(v), _ref(v)))
+    keys = {}
+    for it in items:
+        if it.key in keys:
+            raise ValueError("At least two variables have the same name: %s" % it.key)
+        keys[it.key] = it
+        if it.ref is not None:
+            if it.ref in seen:
+                raise ValueError("The same variable %s is saved under two names: %s and %s"
+                                 % (it.ref.op.name, seen[it.ref], it.key))
+            seen[it.ref] = it.key
+    return sorted(items, key=lambda it: it.key)
+
+
+def _slot_slice_infos(pairs):
+    """``{id(slot): SaveSliceInfo}`` for the unnamed, sliceless variables of ``pairs`` that are
+    slots of a shard (``<shard>/<slot name>``, the shard's shape): as TF1's slot_creator does, a
+    slot of ``emb/part_1`` is saved as slice of ``emb/<slot name>``, so optimizer state re-shards
+    with its variable."""
+    graph = next((v.graph for _, v in pairs if isinstance(v, Variable)), None)
+    shards = {}
+    for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES) if graph is not None else ():
+        info = _slice_info(v)
+        if info is not None:
+            shards[v.op.name] = (v, info)
+    out = {}
+    if not shards:
+        return out
+    for name, v in pairs:
+        if name is not None or not isinstance(v, Variable) or _slice_info(v) is not None:
+            continue
+        primary, _, slot = v.op.name.rpartition("/")
+        found = shards.get(primary)
+        if found is None or found[0].get_shape().as_list() != v.get_shape().as_list():
+            continue
+        info = found[1]
+        out[id(v)] = SaveSliceInfo(info.full_name + "/" + slot, info.full_shape, info.var_offset,
+                                   info.var_shape)
+    return out
+
+
+def _slice_info(v):
+    return getattr(v, "_save_slice_info", None) if isinstance(v, Variable) else None
+
+
+def _slice_item(full_name, v, info):
+    if full_name != info.full_name:
+        info = SaveSliceInfo(full_name, info.full_shape, info.var_offset, info.var_shape)
+    key = checkpoint_format.slice_key(full_name, info.full_shape, info.var_offset, info.var_shape)
+    return _Item(key, _ref(v), _ref(v), slice_info=info)
 
 
 def _check_saveable(v, name):
     ok = isinstance(v, Variable) or (isinstance(v, Tensor) and v.is_ref)
     if not ok:
-        raise TypeError("Variable to save is not a Variable: %r%s (only variables, or their "
-                        "reference tensors, can be saved and restored)"
+        raise TypeError("Variable to save is not a Variable: %r%s (only variables, their "
+                        "reference tensors, PartitionedVariables and objects with "
+                        "_zps_saveable_specs/_zps_restore can be saved and restored)"
                         % (v, "" if name is None else " (saved as %r)" % name))
 
 
-def _graph_of(variables):
-    graphs = {_ref(v).graph for v in variables}
+def _graph_of(items):
+    graphs = {it.tensor.graph for it in items}
     if len(graphs) != 1:
         raise ValueError("The variables to save come from %d different graphs" % len(graphs))
     return graphs.pop()
 
 
-def _group_by_device(named):
-    """``[(device, [(name, variable), ...]), ...]`` sorted by device (TF1's _GroupByDevices)."""
+def _group_by_device(items):
+    """``[(device, [item, ...]), ...]`` sorted by device (TF1's _GroupByDevices)."""
     groups = {}
-    for name, v in sorted(named.items()):
-        groups.setdefault(canonical_name(_ref(v).device), []).append((name, v))
+    for it in items:
+        groups.setdefault(it.device, []).append(it)
     return sorted(groups.items())
 
 

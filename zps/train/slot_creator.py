@@ -19,7 +19,7 @@ import numpy as np
 
 from zps.framework import dtypes as _dtypes
 from zps.ops import array_ops
-from zps.ops.variables import Variable
+from zps.ops.variables import SaveSliceInfo, Variable
 
 
 def constant_fill(value, name):
@@ -45,8 +45,27 @@ def _create_slot_var(primary, initial_value, name, validate_shape, dtype=None):
     graph = primary.graph
     # Slot names do not depend on the caller's name scope (TF1 names them from variable scopes).
     with graph.name_scope(None):
-        return Variable(initial_value, name=primary.op.name + "/" + name, trainable=False,
+        slot = Variable(initial_value, name=primary.op.name + "/" + name, trainable=False,
                         validate_shape=validate_shape, dtype=dtype)
+    _set_slot_slice_info(primary, slot)
+    return slot
+
+
+def _set_slot_slice_info(primary, slot):
+    """A slot of a shard of a partitioned variable is a shard too (TF1's ``_create_slot_var``):
+    the slot ``emb/part_1/Adagrad`` is the slice of ``emb/Adagrad`` at ``emb/part_1``'s offset,
+    so the Saver saves (and re-shards) optimizer state with its variable. A slot of lower rank
+    than its primary takes the leading dimensions; a scalar slot is not sliced."""
+    info = primary._get_save_slice_info() if isinstance(primary, Variable) else None
+    if info is None:
+        return
+    # The slot's own name after the primary's, as created (uniquified: "Momentum_1").
+    real_slot_name = slot.op.name[len(primary.op.name) + 1:]
+    n = slot.get_shape().ndims
+    if n is None or n > 0:
+        slot._set_save_slice_info(SaveSliceInfo(
+            info.full_name + "/" + real_slot_name, list(info.full_shape)[:n],
+            list(info.var_offset)[:n], list(info.var_shape)[:n]))
 
 
 def create_slot(primary, val, name, colocate_with_primary=True):

@@ -8,6 +8,12 @@ the replicas take a token (the new global step) and start the next step. With
 ``total_num_replicas > replicas_to_aggregate`` the extra replicas are backups: the slowest ones'
 gradients arrive stale and are dropped, so a missing replica does not stop training.
 
+Sparse gradients (``IndexedSlices``: embedding lookups, each shard of a partitioned table, hash
+embedding shards) go to a ``SparseConditionalAccumulator`` on their variable's ps, as in TF1: only
+the rows a replica touched travel, and the accumulator, the take and the update of a shard all
+run where the shard lives. As TF1's accumulator does, each row of the taken gradient is the mean
+over the replicas whose gradient carried that row (not over all ``replicas_to_aggregate``).
+
 >>> import zps as tf
 >>> opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
 ...                                      replicas_to_aggregate=2, total_num_replicas=2)
@@ -81,7 +87,7 @@ class SyncReplicasOptimizer(Optimizer):
                 dtype=global_step.dtype.base_dtype, name="sync_rep_local_step")
         self.local_step_init_op = state_ops.assign(self._local_step, global_step)
         chief_init_ops = [self.local_step_init_op]
-        train_ops += self._record_push(graph, local_anchor, global_step)
+        record_push = self._record_push(graph, local_anchor, global_step)
         self.ready_for_local_init_op = variables.report_uninitialized_variables(
             variables.global_variables())
 
@@ -110,6 +116,11 @@ class SyncReplicasOptimizer(Optimizer):
                                          % (type(grad).__name__, var.name))
                     self._accumulator_list.append((accum, var.device))
                     self._accumulated_vars.append(var)
+            if record_push is not None:
+                # Recorded only once this replica's gradients are in the accumulators: a replica
+                # that dies between the two must still be named as missing by the chief.
+                with graph.control_dependencies(list(train_ops)):
+                    train_ops.append(record_push())
 
             with graph.device(global_step.device), graph.name_scope(None):
                 # The global step is incremented here rather than by the wrapped optimizer: the
@@ -150,20 +161,27 @@ class SyncReplicasOptimizer(Optimizer):
             return train_op
 
     def _record_push(self, graph, local_anchor, global_step):
-        """Ops recording, by worker task index, the local step this replica pushes for (in a
-        vector on the global step's ps shared by every replica's graph), so that the chief can
-        name the replicas it waits for. Replicas not placed on /job:*/task:N are not named."""
+        """The vector recording, by worker task index, the local step each replica pushed for (on
+        the global step's ps, shared by every replica's graph), so that the chief can name the
+        replicas it waits for; returns the function building this replica's recording op (to be
+        called under the pushes' control dependencies), or None for a replica not placed on
+        /job:*/task:N (such replicas are not named)."""
         replica = DeviceSpec.from_string(local_anchor.device or "").task
         self._pushed = None
         if replica is None or not 0 <= replica < self._total_num_replicas:
-            return []
+            return None
         with graph.device(global_step.device):
             self._pushed = variables.Variable(
                 np.full(self._total_num_replicas, -1, global_step.dtype.as_numpy_dtype),
                 trainable=False, name="sync_rep_pushed")
             self._pushed_job = DeviceSpec.from_string(local_anchor.device).job or "worker"
-            return [state_ops.scatter_update(self._pushed, [replica],
-                                             array_ops.reshape(self._local_step, [1])).op]
+            index = constant_op.constant([replica], name="sync_rep_index")
+
+        def record():
+            with graph.device(global_step.device):
+                return state_ops.scatter_update(self._pushed, index,
+                                                array_ops.reshape(self._local_step, [1])).op
+        return record
 
     def get_chief_queue_runner(self):
         """The QueueRunner the chief runs: aggregate, apply, increment, hand out tokens."""

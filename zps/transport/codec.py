@@ -8,7 +8,25 @@ Nothing here unpickles: the header is msgpack of plain data, tensors are raw byt
 >>> msg = decode(frames)
 >>> msg.kind, msg.id, msg.method, msg.body, msg.tensors[0].tolist()
 (1, 7, 'run', {'x': 1}, [0.0, 1.0, 2.0])
+
+Tensors larger than one frame can stream: :func:`encode_parts` gives the message's head and then
+one CHUNK message per frame of each large tensor; a :class:`StreamAssembler` (one per socket)
+copies the chunks into place as they arrive and returns the message with the last one.
+
+>>> parts = encode_parts(protocol.ONEWAY, 8, None, [np.arange(300000.0)], method="put")
+>>> len(parts)                                        # head + 3 chunks of at most 1 MB
+4
+>>> assembler = StreamAssembler()
+>>> [assembler.feed(p) for p in parts[:3]]
+[None, None, None]
+>>> float(assembler.feed(parts[3]).tensors[0][-1])
+299999.0
 """
+
+import collections
+import sys
+import threading
+import time
 
 import msgpack
 import numpy as np
@@ -17,7 +35,14 @@ from zps.transport import protocol
 
 
 class ProtocolError(Exception):
-    """A received message is malformed, truncated, oversized or of an unknown kind."""
+    """A received message is malformed, truncated, oversized or of an unknown kind.
+
+    When a chunk makes a :class:`StreamAssembler` drop a partial message, ``message_kind`` and
+    ``message_id`` name that message (so a request can still be answered), else they are None.
+    """
+
+    message_kind = None
+    message_id = None
 
 
 class Limits:
@@ -63,6 +88,30 @@ def encode(kind, msg_id, body=None, tensors=(), method=None):
     tensor that cannot travel (object array of non-strings, complex, structured...) and
     ValueError for a header larger than ``protocol.MAX_HEADER_BYTES``.
     """
+    return _encode(kind, msg_id, body, tensors, method, None)
+
+
+def encode_parts(kind, msg_id, body=None, tensors=(), method=None):
+    """The ZeroMQ messages (lists of frames) carrying one message, to send in order on one socket.
+
+    As :func:`encode`, except that tensors larger than ``protocol.STREAM_CHUNK_BYTES`` stream:
+    the first message is the head, then come CHUNK messages of one zero-copy frame each, to be
+    reassembled by a :class:`StreamAssembler`. A message without large tensors is one message.
+    """
+    streamed = []
+    parts = [_encode(kind, msg_id, body, tensors, method, streamed)]
+    chunk, frame = protocol.STREAM_CHUNK_BYTES, protocol.FRAME_BYTES
+    for i, raw in streamed:
+        for offset in range(0, raw.nbytes, chunk):
+            head = msgpack.packb({"z": protocol.MAGIC, "v": protocol.VERSION, "k": protocol.CHUNK,
+                                  "id": msg_id, "i": i, "o": offset})
+            end = min(offset + chunk, raw.nbytes)
+            parts.append([head] + [raw[k:min(k + frame, end)] for k in range(offset, end, frame)])
+    return parts
+
+
+def _encode(kind, msg_id, body, tensors, method, streamed):
+    # ``streamed``: None, or a list to which (index, byte view) of each tensor to stream is added.
     metas, frames = [], []
     strings = []
     for i, t in enumerate(tensors):
@@ -80,6 +129,10 @@ def encode(kind, msg_id, body=None, tensors=(), method=None):
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         raw = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
+        if streamed is not None and raw.nbytes > protocol.STREAM_MIN_BYTES:
+            metas.append([arr.dtype.name, list(arr.shape), 0])
+            streamed.append((i, raw))
+            continue
         n = max(1, -(-raw.nbytes // protocol.FRAME_BYTES))
         for k in range(n):
             frames.append(raw[k * protocol.FRAME_BYTES:(k + 1) * protocol.FRAME_BYTES])
@@ -119,8 +172,16 @@ def decode(frames, limits=DEFAULT_LIMITS):
 
     Nothing is allocated for tensors before their declared sizes pass ``limits``. A tensor that
     arrived in one frame is a read-only view of that frame (no copy); header maps must have
-    string keys (int keys would let a peer build hash-colliding dicts).
+    string keys (int keys would let a peer build hash-colliding dicts). Streamed messages (heads
+    and chunks) need a :class:`StreamAssembler` and are refused here.
     """
+    header = _parse_header(frames, limits)
+    if header["k"] == protocol.CHUNK:
+        raise ProtocolError("a chunk of a streamed message needs a StreamAssembler")
+    return _decode_message(header, frames, limits, None)
+
+
+def _parse_header(frames, limits):
     if not frames:
         raise ProtocolError("empty message")
     head = _frame_bytes(frames[0])
@@ -145,18 +206,24 @@ def decode(frames, limits=DEFAULT_LIMITS):
     msg_id = header.get("id")
     if not _is_int(msg_id):
         raise ProtocolError("message id must be an integer, got %r" % (msg_id,))
+    return header
+
+
+def _decode_message(header, frames, limits, streams):
     method = header.get("m")
     if method is not None and not isinstance(method, str):
         raise ProtocolError("method must be a string, got %r" % (method,))
-    tensors, nbytes = _decode_tensors(header, frames, limits)
-    return Message(kind, msg_id, method, header.get("b"), tensors, nbytes)
+    tensors, nbytes = _decode_tensors(header, frames, limits, streams)
+    return Message(header["k"], header["id"], method, header.get("b"), tensors, nbytes)
 
 
 def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _decode_tensors(header, frames, limits):
+def _decode_tensors(header, frames, limits, streams):
+    # ``streams``: None (streamed tensors refused), or a list to which (index, array) of each
+    # streamed tensor is added; the array is allocated, to be filled by its chunks.
     metas = header.get("t", [])
     strings = header.get("s", [])
     if not isinstance(metas, list) or not isinstance(strings, list):
@@ -180,7 +247,10 @@ def _decode_tensors(header, frames, limits):
             continue
         if not isinstance(dtype, str) or dtype not in protocol.WIRE_DTYPES:
             raise ProtocolError("tensor %d: dtype %r is not allowed" % (i, dtype))
-        if not _is_int(n) or n < 1 or pos + n > len(frames):
+        stream = n == 0 and _is_int(n)
+        if stream and streams is None:
+            raise ProtocolError("tensor %d is streamed: the message needs a StreamAssembler" % i)
+        if not stream and (not _is_int(n) or n < 1 or pos + n > len(frames)):
             raise ProtocolError("tensor %d: declares %r frames but the message has %d left"
                                 % (i, n, len(frames) - pos))
         np_dtype = np.dtype(dtype)
@@ -194,6 +264,13 @@ def _decode_tensors(header, frames, limits):
         total += size
         if total > limits.max_message_bytes:
             raise ProtocolError("message exceeds the limit of %d bytes" % limits.max_message_bytes)
+        if stream:
+            if size == 0:
+                raise ProtocolError("tensor %d: an empty tensor cannot be streamed" % i)
+            arr = _buffers.empty(shape, np_dtype)   # filled by the chunks that follow
+            streams.append((i, arr))
+            tensors.append(arr)
+            continue
         parts = [_frame_bytes(f) for f in frames[pos:pos + n]]
         pos += n
         got = sum(memoryview(p).nbytes for p in parts)
@@ -204,12 +281,13 @@ def _decode_tensors(header, frames, limits):
             tensors.append(np.frombuffer(parts[0], dtype=np_dtype, count=count).reshape(shape))
             continue
         # Assembled in an array of the final shape, so it owns its data (no view to detach).
-        arr = np.empty(shape, dtype=np_dtype)
-        view = arr.reshape(-1).view(np.uint8)
+        # memoryview slice assignment is a plain memcpy (numpy slicing costs more per frame).
+        arr = _buffers.empty(shape, np_dtype)
+        view = byte_view(arr)
         offset = 0
         for p in parts:
             m = memoryview(p).cast("B")
-            view[offset:offset + m.nbytes] = np.frombuffer(m, dtype=np.uint8)
+            view[offset:offset + m.nbytes] = m
             offset += m.nbytes
         tensors.append(arr)
     extra = sum(1 for _ in string_iter)
@@ -218,6 +296,193 @@ def _decode_tensors(header, frames, limits):
     if pos != len(frames):
         raise ProtocolError("message has %d frames, header describes %d" % (len(frames), pos))
     return tensors, total
+
+
+class BufferPool:
+    """Hands out the arrays of large received tensors again once nothing references them.
+
+    glibc serves an allocation this large with a fresh mapping on the transport's I/O thread (its
+    arena cannot hold it) and unmaps it when freed, so every received 64 MB tensor page-faulted
+    its memory in again, a third or more of a 64 MB transfer's time on the 2-core reference
+    machine. The pool keeps the arrays it made (up to ``max_bytes``, least recently used first
+    out) and gives one out again, for a tensor of the same shape and dtype, when the pool's is
+    the only reference left to it: no view, memoryview or user holds it any more. The arrays
+    own their memory, so sessions hand them out without a defensive copy.
+    """
+
+    def __init__(self, min_bytes=1 << 20, max_bytes=256 << 20):
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self._arrays = collections.OrderedDict()   # (shape, dtype) -> [arrays], oldest key first
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def empty(self, shape, dtype):
+        """An uninitialized C-contiguous writable array, like ``np.empty``."""
+        shape = tuple(shape)
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
+        if nbytes < self.min_bytes:
+            return np.empty(shape, dtype)
+        key = (shape, dtype.str)
+        with self._lock:
+            arrays = self._arrays.get(key)
+            if arrays is not None:
+                self._arrays.move_to_end(key)
+                for arr in arrays:
+                    # References: the list, ``arr`` and getrefcount's argument; nobody else's.
+                    if sys.getrefcount(arr) == 3:
+                        arr.flags.writeable = True
+                        return arr
+            arr = np.empty(shape, dtype)
+            if self._make_room(nbytes):
+                self._arrays.setdefault(key, []).append(arr)
+                self._bytes += nbytes
+            return arr
+
+    def _make_room(self, nbytes):
+        # Called with the lock held: drop unused arrays, least recently used first.
+        if nbytes > self.max_bytes:
+            return False
+        for key in list(self._arrays):
+            if self._bytes + nbytes <= self.max_bytes:
+                break
+            arrays = self._arrays[key]
+            for arr in list(arrays):
+                # References: the list, its copy, ``arr`` and getrefcount's argument.
+                if sys.getrefcount(arr) == 4 and self._bytes + nbytes > self.max_bytes:
+                    arrays.remove(arr)
+                    self._bytes -= arr.nbytes
+            if not arrays:
+                del self._arrays[key]
+        return self._bytes + nbytes <= self.max_bytes
+
+    def pooled_bytes(self):
+        """Bytes of the arrays the pool holds (in use or not)."""
+        return self._bytes
+
+
+_buffers = BufferPool()
+
+
+def byte_view(arr):
+    """A flat byte memoryview of a C-contiguous array (slice assignment into it is a memcpy)."""
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
+class _Partial:
+    """A streamed message whose chunks are still arriving."""
+
+    __slots__ = ("msg", "pending", "nbytes", "last")
+
+    def __init__(self, msg, streams):
+        self.msg = msg
+        # tensor index -> [byte view of its destination, bytes received]
+        self.pending = {i: [byte_view(arr), 0] for i, arr in streams}
+        self.nbytes = sum(v[0].nbytes for v in self.pending.values())
+        self.last = time.monotonic()
+
+
+class StreamAssembler:
+    """Reassembles the streamed messages arriving on one socket (use from one thread).
+
+    ``feed(frames, source)`` takes every received message (``source``: the sender's identity on
+    a ROUTER) and returns a complete :class:`Message`, or None while a streamed one is still
+    arriving. Chunks must come in order and fit their tensor exactly; a chunk that does not drops
+    its message (ProtocolError naming it). At most ``limits.max_message_bytes`` of partial
+    messages are held per socket, and :meth:`expire` drops those silent for ``stall_timeout``,
+    so a peer that starts messages and never finishes them cannot make this side hoard memory.
+    Late chunks of a dropped message are ignored.
+    """
+
+    def __init__(self, limits=DEFAULT_LIMITS, stall_timeout=protocol.STREAM_STALL_S):
+        self.limits = limits
+        self.stall_timeout = float(stall_timeout)
+        self._partials = {}   # (source, message id) -> _Partial
+        self._bytes = 0
+        self.dropped = 0      # partial messages dropped (malformed chunk, stalled, replaced)
+
+    def feed(self, frames, source=b""):
+        header = _parse_header(frames, self.limits)
+        if header["k"] == protocol.CHUNK:
+            return self._chunk(header, frames, source)
+        streams = []
+        msg = _decode_message(header, frames, self.limits, streams)
+        if not streams:
+            return msg
+        key = (source, msg.id)
+        if key in self._partials:
+            self._drop(key)
+            raise ProtocolError("message %d started again while its tensors were still streaming"
+                                % msg.id)
+        partial = _Partial(msg, streams)
+        if self._bytes + partial.nbytes > self.limits.max_message_bytes:
+            self.dropped += 1
+            raise _dropped(msg.kind, msg.id, "streamed message %d of %d bytes would exceed the %d "
+                           "bytes allowed in flight" % (msg.id, partial.nbytes,
+                                                        self.limits.max_message_bytes))
+        self._partials[key] = partial
+        self._bytes += partial.nbytes
+        return None
+
+    def _chunk(self, header, frames, source):
+        key = (source, header["id"])
+        partial = self._partials.get(key)
+        if partial is None:
+            return None   # its message was dropped (malformed, stalled): the rest is dropped too
+        index, offset = header.get("i"), header.get("o")
+        entry = partial.pending.get(index) if _is_int(index) else None
+        if entry is None or len(frames) < 2 or not _is_int(offset):
+            self._drop(key)
+            raise _dropped(partial.msg.kind, partial.msg.id, "chunk (tensor %r, offset %r, %d frames) "
+                           "of message %d matches no streamed tensor"
+                           % (index, offset, len(frames), partial.msg.id))
+        view, received = entry
+        data = [memoryview(_frame_bytes(f)).cast("B") for f in frames[1:]]
+        n = sum(d.nbytes for d in data)
+        if offset != received or n == 0 or offset + n > view.nbytes:
+            self._drop(key)
+            raise _dropped(partial.msg.kind, partial.msg.id, "chunk of %d bytes at offset %d does "
+                           "not continue tensor %d of message %d (%d of %d bytes received)"
+                           % (n, offset, index, partial.msg.id, received, view.nbytes))
+        for d in data:
+            view[offset:offset + d.nbytes] = d
+            offset += d.nbytes
+        partial.last = time.monotonic()
+        entry[1] = received = received + n
+        if received < view.nbytes:
+            return None
+        del partial.pending[index]
+        if partial.pending:
+            return None
+        del self._partials[key]
+        self._bytes -= partial.nbytes
+        return partial.msg
+
+    def expire(self, now=None):
+        """Drop the partial messages silent for ``stall_timeout``; returns their Messages."""
+        if not self._partials:
+            return []
+        now = time.monotonic() if now is None else now
+        stalled = [k for k, p in self._partials.items() if now - p.last > self.stall_timeout]
+        return [self._drop(k) for k in stalled]
+
+    def in_flight(self):
+        """``(messages, bytes)`` still streaming."""
+        return len(self._partials), self._bytes
+
+    def _drop(self, key):
+        partial = self._partials.pop(key)
+        self._bytes -= partial.nbytes
+        self.dropped += 1
+        return partial.msg
+
+
+def _dropped(kind, msg_id, text):
+    err = ProtocolError(text)
+    err.message_kind, err.message_id = kind, msg_id
+    return err
 
 
 def _check_shape(i, shape):

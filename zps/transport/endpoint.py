@@ -27,14 +27,21 @@ import msgpack
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from zps.transport import codec, protocol
+from zps.transport import codec, protocol, security
 
 log = logging.getLogger("zps.transport")
 
 POLL_INTERVAL_MS = 100    # the loop wakes at least this often to check deadlines and liveness
 RELEASE_WAIT_S = 2.0      # how long bind() waits for a port this transport just unbound
+# Messages a server queues to one connection (ZMQ_SNDHWM) before it drops answers to it: a peer
+# that never reads its replies cannot grow the queue past this. Room for the largest legitimate
+# answer streamed at once: a protocol.MAX_MESSAGE_BYTES (8 GB) reply is 2048 chunk messages of
+# protocol.STREAM_CHUNK_BYTES (a 256 MB tensor: 64), twice over.
+SEND_HWM = 4096
 
 _monitor_ids = itertools.count(1)
+_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                     | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
 _answer_lock = threading.Lock()   # makes Responder's exactly-once check atomic across threads
 
 
@@ -66,6 +73,81 @@ def _readable_request_id(frame, kinds, max_bytes):
     return None
 
 
+class LogLimiter:
+    """Warnings about bad input, rate-limited per peer: the first ``burst`` in each ``interval``
+    seconds are logged, then one line says how many more were suppressed (``suppressed`` counts
+    them all). At most ``max_peers`` peers are tracked (least recently seen forgotten first)."""
+
+    _all = []   # flushed by every transport's I/O loop
+
+    def __init__(self, logger, burst=5, interval=10.0, max_peers=1024):
+        self._log = logger
+        self.burst = burst
+        self.interval = interval
+        self._max_peers = max_peers
+        self._peers = collections.OrderedDict()   # peer -> [window start, logged, suppressed]
+        self._lock = threading.Lock()
+        self._next_flush = 0.0
+        self.suppressed = 0
+        LogLimiter._all.append(self)
+
+    def warning(self, peer, fmt, *args):
+        now = time.monotonic()
+        summaries = []
+        with self._lock:
+            entry = self._peers.get(peer)
+            if entry is None:
+                entry = self._peers[peer] = [now, 0, 0]
+                if len(self._peers) > self._max_peers:
+                    old, (start, _, n) = self._peers.popitem(last=False)
+                    if n:
+                        summaries.append((old, n, now - start))
+            else:
+                self._peers.move_to_end(peer)
+                if now - entry[0] >= self.interval:
+                    if entry[2]:
+                        summaries.append((peer, entry[2], now - entry[0]))
+                    entry[:] = [now, 0, 0]
+            emit = entry[1] < self.burst
+            entry[1 if emit else 2] += 1
+            self.suppressed += not emit
+        self._summarize(summaries)
+        if emit:
+            self._log.warning(fmt, *args)
+
+    def flush(self, now):
+        """Log the summaries of peers whose interval has passed (cheap: once per interval/2)."""
+        if now < self._next_flush:
+            return
+        self._next_flush = now + self.interval / 2
+        with self._lock:
+            due = [(p, e) for p, e in self._peers.items() if e[2] and now - e[0] >= self.interval]
+            summaries = [(p, e[2], now - e[0]) for p, e in due]
+            for _, e in due:
+                e[:] = [now, e[1], 0]
+        self._summarize(summaries)
+
+    def _summarize(self, summaries):
+        for peer, n, span in summaries:
+            self._log.warning("%s: %d more such warnings suppressed in the last %.0f s", peer, n, span)
+
+
+def peer_name(identity, frames):
+    """A peer's IP address and connection id, for logs (from a received message's frames)."""
+    ip = "?"
+    for f in frames:
+        try:
+            ip = f.get("Peer-Address")
+            break
+        except (zmq.ZMQError, AttributeError, TypeError):
+            continue
+    return "peer %s (connection %s)" % (ip, bytes(identity.buffer if hasattr(identity, "buffer")
+                                                   else identity).hex())
+
+
+_malformed_log = LogLimiter(log)
+
+
 class TransportError(Exception):
     """Base class of transport failures."""
 
@@ -77,6 +159,15 @@ class PeerUnavailableError(TransportError):
         super().__init__("peer %s is unavailable: %s" % (address, reason))
         self.address = address
         self.reason = reason
+
+
+class HandshakeError(PeerUnavailableError):
+    """The security handshake with a peer failed (CURVE keys missing, wrong or not allowed);
+    ``certain`` is false when the peer may just have gone away during the handshake."""
+
+    def __init__(self, address, reason, certain=True):
+        super().__init__(address, reason)
+        self.certain = certain
 
 
 class RequestTimeoutError(TransportError):
@@ -127,6 +218,7 @@ class Stats:
         self.bytes_out = 0
         self.malformed = 0
         self.errors_sent = 0
+        self.replies_dropped = 0   # answers dropped: the peer left, or let SEND_HWM of them pile up
 
     def as_dict(self):
         return dict(self.__dict__)
@@ -147,21 +239,23 @@ class Responder:
 
     def reply(self, body=None, tensors=()):
         """Answer with plain-data ``body`` and ``tensors`` (not copied: do not modify them after)."""
-        self._send(codec.encode(protocol.REPLY, self._id, body, tensors), error=False)
+        self._send(codec.encode_parts(protocol.REPLY, self._id, body, tensors), error=False)
 
     def error(self, code, message, op=None):
         """Answer with an error: an OpError ``code``, a message and the failing op's name."""
-        self._send(codec.encode(protocol.ERROR, self._id,
-                                {"code": int(code), "message": str(message),
-                                 "op": None if op is None else str(op)}), error=True)
+        self._send([codec.encode(protocol.ERROR, self._id,
+                                 {"code": int(code), "message": str(message),
+                                  "op": None if op is None else str(op)})], error=True)
 
-    def _send(self, frames, error):
+    def _send(self, parts, error):
+        # ``parts``: the messages of the answer (a head, then the chunks of streamed tensors).
         with _answer_lock:
             if self._done:
                 raise RuntimeError("request %d was already answered" % self._id)
             self._done = True
-        frames = [self._identity] + frames
-        self._transport._submit(lambda: self._bound.send(frames, error))
+        parts = [[self._identity] + frames for frames in parts]
+        # all(): once one part is dropped the rest of a streamed answer would be useless.
+        self._transport._submit(lambda: all(self._bound.send(frames, error) for frames in parts))
 
 
 class BoundSocket:
@@ -175,17 +269,26 @@ class BoundSocket:
         self.handler = handler
         self.limits = limits
         self.stats = Stats()
+        self.assembler = codec.StreamAssembler(limits)   # requests whose tensors still stream in
+        self.current = (b"", ())   # (identity, frames) of the message being handled: peer()
+
+    def peer(self):
+        """Who sent the message being handled (I/O thread, inside the handler): for logs."""
+        return peer_name(*self.current)
 
     def send(self, frames, error=False):
-        """Send ``[identity, *frames]`` (I/O thread only)."""
+        """Send ``[identity, *frames]`` (I/O thread only); False if it was dropped."""
         try:
             self.socket.send_multipart(frames, copy=False)
-        except zmq.ZMQError as e:  # peer gone (ROUTER_MANDATORY) or socket closed: nobody to answer
+        except zmq.ZMQError as e:  # peer gone (ROUTER_MANDATORY), its queue full (SEND_HWM: the
+            # send does not wait, SNDTIMEO=0) or socket closed: nobody to answer
             log.debug("dropping reply on %s: %s", self.address, e)
-            return
+            self.stats.replies_dropped += 1
+            return False
         self.stats.messages_out += 1
         self.stats.errors_sent += bool(error)
         self.stats.bytes_out += sum(memoryview(f).nbytes for f in frames[1:])
+        return True
 
     def close(self):
         self.transport.unbind(self)
@@ -202,6 +305,7 @@ class _Peer:
         self.last_heard = time.monotonic()
         self.last_ping = 0.0
         self.timeout = protocol.DEFAULT_PEER_TIMEOUT_S
+        self.assembler = codec.StreamAssembler()   # replies whose tensors still stream in
 
 
 class _Monitor:
@@ -216,7 +320,9 @@ class _Monitor:
 class Transport:
     """Owns a ZeroMQ context and the I/O thread; thread-safe API."""
 
-    def __init__(self, context=None, name="zps-io"):
+    def __init__(self, context=None, name="zps-io", curve=None):
+        """``curve``: a security.CurveConfig to authenticate and encrypt every socket with (None:
+        plain TCP, no cost at all)."""
         self._ctx = context or zmq.Context()
         self._own_ctx = context is None
         self._ids = itertools.count(1)
@@ -234,6 +340,12 @@ class Transport:
         self._sockets = {}          # zmq socket -> _Peer | BoundSocket | _Monitor
         self._poller = zmq.Poller()
         self._poller.register(self._wake_r, zmq.POLLIN)
+        self.curve = curve
+        self._zap = None
+        if curve is not None:   # before any CURVE server socket: unchecked clients get no chance
+            self._zap = security.ZapHandler(self._ctx, curve)
+            self._sockets[self._zap.socket] = self._zap
+            self._poller.register(self._zap.socket, zmq.POLLIN)
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -280,7 +392,7 @@ class Transport:
         """
         future = concurrent.futures.Future()
         msg_id = next(self._ids)
-        frames = codec.encode(protocol.REQUEST, msg_id, body, tensors, method=method)
+        parts = codec.encode_parts(protocol.REQUEST, msg_id, body, tensors, method=method)
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def send():
@@ -292,14 +404,16 @@ class Transport:
             if not peer.pending:
                 peer.last_heard = time.monotonic()
             peer.pending[msg_id] = (future, method, deadline, timeout)
-            peer.socket.send_multipart(frames, copy=False)
+            for frames in parts:
+                peer.socket.send_multipart(frames, copy=False)
 
         self._submit(send, future)
         return future
 
     def send_oneway(self, address, method, body=None, tensors=()):
-        frames = codec.encode(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
-        self._submit(lambda: self._peer(address).socket.send_multipart(frames, copy=False))
+        parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
+        self._submit(lambda: [self._peer(address).socket.send_multipart(frames, copy=False)
+                              for frames in parts])
 
     def forget_peer(self, address):
         """Close the connection to ``address`` (queued messages are dropped)."""
@@ -426,8 +540,12 @@ class Transport:
                 self._on_server_message(owner, frames)
             elif isinstance(owner, _Peer):
                 self._on_peer_message(owner, frames)
+            elif isinstance(owner, security.ZapHandler):
+                owner.handle(frames)
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 self._on_disconnect(owner.peer)
+            else:
+                self._on_handshake_failed(owner.peer, event)
 
     def _on_server_message(self, bound, frames):
         identity, frames = frames[0], frames[1:]
@@ -435,12 +553,16 @@ class Transport:
         stats.messages_in += 1
         stats.bytes_in += sum(len(f.buffer) for f in frames)
         try:
-            msg = codec.decode(frames, bound.limits)
+            msg = bound.assembler.feed(frames, identity.bytes)
         except codec.ProtocolError as e:
             stats.malformed += 1
-            log.warning("%s: malformed message dropped or refused: %s", bound.address, e)
+            peer = peer_name(identity, frames)
+            _malformed_log.warning(peer, "%s: malformed message from %s dropped or refused: %s",
+                                   bound.address, peer, e)
             self._refuse(bound, identity, frames, e)
             return
+        if msg is None:
+            return   # a streamed request: its tensors are still arriving
         if msg.kind == protocol.PING:
             bound.send([identity] + codec.encode(protocol.PONG, msg.id))
             return
@@ -452,6 +574,7 @@ class Transport:
             return
         responder = Responder(self, bound, identity, msg.id, msg.method) \
             if msg.kind == protocol.REQUEST else None
+        bound.current = (identity, frames[:1])
         try:
             bound.handler(msg, responder)
         except Exception as e:  # noqa: BLE001 - a handler bug must not kill the I/O thread
@@ -466,19 +589,21 @@ class Transport:
         # Answer with an error if the header at least names a request id we can reply to.
         if not frames:
             return
-        msg_id = _readable_request_id(frames[0], (protocol.REQUEST,), bound.limits.max_header_bytes)
+        msg_id = exc.message_id if exc.message_kind == protocol.REQUEST else \
+            _readable_request_id(frames[0], (protocol.REQUEST,), bound.limits.max_header_bytes)
         if msg_id is not None:
             Responder(self, bound, identity, msg_id, None).error(3, "malformed message: %s" % exc)
 
     def _on_peer_message(self, peer, frames):
         peer.last_heard = time.monotonic()
         try:
-            msg = codec.decode(frames)
+            msg = peer.assembler.feed(frames)
         except codec.ProtocolError as e:
             # Fail the request it answers (if its id is readable) rather than let it wait for
             # its deadline: that reply will never come in a readable form.
-            msg_id = _readable_request_id(frames[0], (protocol.REPLY, protocol.ERROR),
-                                          protocol.MAX_HEADER_BYTES)
+            msg_id = e.message_id if e.message_id is not None else \
+                _readable_request_id(frames[0], (protocol.REPLY, protocol.ERROR),
+                                     protocol.MAX_HEADER_BYTES)
             entry = peer.pending.pop(msg_id, None) if msg_id is not None else None
             log.warning("malformed reply from %s%s: %s", peer.address,
                         "" if entry is None else " fails request %d" % msg_id, e)
@@ -486,6 +611,8 @@ class Transport:
                 _set_exception(entry[0], TransportError(
                     "malformed reply to %r from %s: %s" % (entry[1], peer.address, e)))
             return
+        if msg is None:
+            return  # a streamed reply: its tensors are still arriving
         if msg.kind not in (protocol.REPLY, protocol.ERROR):
             return  # PONG (liveness is noted above); a peer has no business sending others
         entry = peer.pending.pop(msg.id, None)
@@ -517,8 +644,31 @@ class Transport:
         for entry in pending:
             _set_exception(entry[0], err)
 
+    def _on_handshake_failed(self, peer, event):
+        # ZeroMQ retries a failed handshake forever without telling the sender: the requests
+        # waiting on this peer fail now, saying why, instead of at their timeout.
+        reason, certain = security.describe_handshake_failure(event["event"], event["value"],
+                                                              self.curve is not None)
+        if reason is None or not peer.pending:
+            return
+        log.warning("handshake with %s failed: %s", peer.address, reason)
+        err = HandshakeError(peer.address, reason, certain)
+        pending = list(peer.pending.values())
+        peer.pending.clear()
+        for entry in pending:
+            _set_exception(entry[0], err)
+
     def _check_peers(self, now):
+        for limiter in LogLimiter._all:
+            limiter.flush(now)
+        for bound in self._bound.values():
+            for msg in bound.assembler.expire(now):
+                _malformed_log.warning("stalled", "%s: dropped message %d: its tensors stopped "
+                                       "streaming in", bound.address, msg.id)
         for peer in list(self._peers.values()):
+            for msg in peer.assembler.expire(now):   # its request fails at its peer timeout
+                log.warning("dropped reply %d from %s: its tensors stopped streaming in",
+                            msg.id, peer.address)
             if not peer.pending:
                 continue
             for msg_id, (future, method, deadline, timeout) in list(peer.pending.items()):
@@ -549,8 +699,11 @@ class Transport:
             sock.setsockopt(zmq.RCVHWM, 0)
             sock.setsockopt(zmq.RECONNECT_IVL, 50)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+            if self.curve is not None:
+                self.curve.apply_client(sock)
             monitor = sock.get_monitor_socket(
-                zmq.EVENT_DISCONNECTED, "inproc://zps-monitor-%x-%d" % (id(self), next(_monitor_ids)))
+                zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED,
+                "inproc://zps-monitor-%x-%d" % (id(self), next(_monitor_ids)))
             sock.connect(tcp_url(address))
         except zmq.ZMQError as e:
             if monitor is not None:
@@ -588,10 +741,13 @@ class Transport:
             raise BindError("address %r must look like host:port" % address)
         sock = self._ctx.socket(zmq.ROUTER)
         sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.SNDHWM, SEND_HWM)
+        sock.setsockopt(zmq.SNDTIMEO, 0)   # a full queue drops the answer, never blocks the loop
         sock.setsockopt(zmq.RCVHWM, 0)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         sock.setsockopt(zmq.MAXMSGSIZE, max(limits.max_header_bytes, protocol.FRAME_BYTES))
+        if self.curve is not None:
+            self.curve.apply_server(sock)
         local = bind_address or address
         lhost, _, lport = local.rpartition(":")
         url = "tcp://%s:%s" % (lhost, "*" if lport == "0" else lport)
@@ -635,6 +791,8 @@ class Transport:
             self._drop_peer(address, "transport closed", fail=True, error=closed)
         for bound in list(self._bound.values()):
             self._unbind(bound)
+        if self._zap is not None:
+            self._zap.close()   # before term(), which waits for every socket
         os.close(self._wake_r)
         os.close(self._wake_w)
         if self._own_ctx:
@@ -650,5 +808,6 @@ def default_transport():
     global _default
     with _default_lock:
         if _default is None or _default.closed:
-            _default = Transport()
+            # CURVE keys come from the environment (see zps.transport.security).
+            _default = Transport(curve=security.curve_from_env())
         return _default

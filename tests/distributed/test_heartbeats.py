@@ -1,0 +1,142 @@
+"""Heartbeats between the tasks of a cluster: each server sees its peers up or down (and restarted)
+while idle, reports them in its Status, and makes the next step register with a failed peer again."""
+
+import time
+
+import pytest
+
+import zps as tf
+from zps.cli import status
+from zps.distributed import server as server_mod
+from zps.distributed.partition import Task
+from zps.testing.cluster import InProcessCluster, LocalCluster
+from zps.transport import endpoint
+
+INTERVAL = 0.3
+
+
+def _status(address):
+    return endpoint.default_transport().request(address, "Status", {}, timeout=5).result(6).body
+
+
+def _wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
+        time.sleep(0.05)
+
+
+def _peer(address, peer_address):
+    return _status(address)["peers"][peer_address]
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan"])
+def test_a_bad_interval_is_refused_naming_the_variable(monkeypatch, value):
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", value)
+    with pytest.raises(ValueError, match="ZPS_HEARTBEAT_SECS must be a number of seconds >= 0.*%s"
+                       % value):
+        server_mod.heartbeat_interval_from_env()
+    with pytest.raises(ValueError, match="ZPS_HEARTBEAT_SECS"):
+        tf.train.Server({"ps": ["127.0.0.1:0"]}, job_name="ps", task_index=0)
+
+
+def test_interval_default_and_zero(monkeypatch):
+    monkeypatch.delenv("ZPS_HEARTBEAT_SECS", raising=False)
+    assert server_mod.heartbeat_interval_from_env() == server_mod.DEFAULT_HEARTBEAT_S == 2.0
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", "0")
+    assert server_mod.heartbeat_interval_from_env() == 0.0
+
+
+def test_in_process_peers_down_and_restarted_bump_task_epochs(monkeypatch):
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", str(INTERVAL))
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        worker, ps = cluster[("worker", 0)], cluster[("ps", 0)]
+        ps_address, ps_task = cluster.spec["ps"][0], Task("ps", 0)
+        seen = _wait_for(lambda: worker.heartbeats.snapshot()[ps_address]["up"] and
+                         worker.heartbeats.snapshot()[ps_address], 5, "the ps seen up")
+        assert seen["incarnation"] == ps.incarnation and seen["task"] == "/job:ps/task:0"
+        assert 0 <= seen["last_seen_s_ago"] < 5
+        assert worker.task_epochs[ps_task] == 0
+        assert set(_status(cluster.spec["worker"][0])["peers"]) == {ps_address}
+        assert _peer(ps_address, cluster.spec["worker"][0])["incarnation"] == worker.incarnation
+
+        old = ps.incarnation
+        ps.stop()
+        started = time.monotonic()
+        _wait_for(lambda: not worker.heartbeats.snapshot()[ps_address]["up"], 10, "the ps seen down")
+        assert time.monotonic() - started < 3 * INTERVAL + 2.0
+        assert worker.task_epochs[ps_task] == 1   # the next step registers with it again
+        down = worker.heartbeats.snapshot()[ps_address]
+        assert down["incarnation"] == old and down["last_seen_s_ago"] > 0
+
+        again = tf.train.Server(cluster.spec, job_name="ps", task_index=0)
+        cluster.servers[("ps", 0)] = again    # stopped by the cluster on exit
+        snap = _wait_for(lambda: worker.heartbeats.snapshot()[ps_address]["up"] and
+                         worker.heartbeats.snapshot()[ps_address], 10, "the ps seen up again")
+        assert snap["incarnation"] == again.incarnation != old
+        assert worker.task_epochs[ps_task] == 2
+
+
+def test_stopping_a_server_stops_its_heartbeats(monkeypatch):
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", str(INTERVAL))
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        beats = cluster[("worker", 0)].heartbeats
+        assert beats._thread.is_alive()
+        cluster[("worker", 0)].stop()
+        assert cluster[("worker", 0)].heartbeats is None
+        beats._thread.join(timeout=5)
+        assert not beats._thread.is_alive()
+
+
+def test_a_single_task_server_has_no_peers_and_no_heartbeat_thread():
+    server = tf.train.Server.create_local_server()
+    try:
+        assert server.heartbeats is None
+        assert _status(server.target[len("zps://"):])["peers"] == {}
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_worker_sees_a_killed_ps_down_and_its_restart_up_with_the_new_incarnation():
+    with LocalCluster({"ps": 1, "worker": 1}, env={"ZPS_HEARTBEAT_SECS": str(INTERVAL)}) as cluster:
+        ps, worker = cluster.address("ps", 0), cluster.address("worker", 0)
+        first = _status(ps)["incarnation"]
+        seen = _wait_for(lambda: _peer(worker, ps)["up"] and _peer(worker, ps), 10, "the ps seen up")
+        assert seen["incarnation"] == first and seen["task"] == "/job:ps/task:0"
+        assert _wait_for(lambda: _peer(ps, worker)["up"], 10, "the worker seen up by the ps")
+
+        cluster.kill("ps", 0)   # SIGKILL while idle: no request in flight anywhere
+        started = time.monotonic()
+        _wait_for(lambda: not _peer(worker, ps)["up"], 10, "the killed ps seen down")
+        elapsed = time.monotonic() - started
+        assert elapsed < 3 * INTERVAL + 1.5, elapsed   # within about three intervals
+        rows = {r["task"]: r for r in status.cluster_status(cluster.spec, timeout=1.0)}
+        assert rows["/job:worker/task:0"]["peers_down"] == (1, 1)
+        assert rows["/job:worker/task:0"]["peers"][ps]["up"] is False
+        table = status.format_table(list(rows.values()))
+        assert "PEERS DOWN" in table and "/job:worker/task:0 sees down: /job:ps/task:0 (%s)" % ps in table
+
+        cluster.restart("ps", 0)
+        second = _status(ps)["incarnation"]
+        assert second != first
+        back = _wait_for(lambda: _peer(worker, ps)["up"] and _peer(worker, ps), 10, "the ps up again")
+        assert back["incarnation"] == second and back["last_seen_s_ago"] < 3 * INTERVAL + 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_heartbeats_off_with_zero_send_nothing():
+    with LocalCluster({"ps": 1, "worker": 1}, env={"ZPS_HEARTBEAT_SECS": "0"}) as cluster:
+        ps, worker = cluster.address("ps", 0), cluster.address("worker", 0)
+        before = _status(ps)
+        assert before["peers"] == {} and _status(worker)["peers"] == {}
+        time.sleep(4 * INTERVAL)
+        after = _status(ps)
+        # Only the Status requests themselves reached the ps: no heartbeats from the worker.
+        assert after["messages_in"] - before["messages_in"] == 1

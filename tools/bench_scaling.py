@@ -1,0 +1,283 @@
+"""How zps's costs grow with the work: model size, number of variables, number of workers.
+
+    python tools/bench_scaling.py             # table (a few minutes on 2 cores)
+    python tools/bench_scaling.py --json      # machine-readable
+    python tools/bench_scaling.py --quick     # small sizes: a smoke test (seconds)
+
+- size: one float32 variable of 1 MB ... 256 MB on one ps (a separate process); a step pulls it
+  to the worker and pushes an update of the same size back (``assign_add(v, identity(v))`` with
+  the identity on the worker: the worker's copy goes back to the ps). Its time is set against raw
+  pyzmq in the same run: a pull plus a push of the same bytes as 1 MB frames between two
+  processes (the machine's limit for this traffic). Target: large models move at >= 80% of raw.
+- variables: the same step over 16 MB split into 1 ... 1,000 variables; per-step time relative
+  to one variable. Target: <= 2x at 1,000 (per-variable costs are batched away).
+- workers: 1 ... 8 worker processes against one ps, each training a scalar (loss (w-3)^2,
+  GradientDescent, async, MonitoredTrainingSession); the ps's aggregate update rate (steps/s of
+  all workers while all of them train) relative to the best. Target: >= 90% of the best.
+
+Steps are timed after a warm-up step; medians of ``--repeats``. Every cluster is fresh and torn down.
+"""
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from bench_transfer import MB, raw_ops, raw_server, raw_stop  # noqa: E402 - after the path is set
+
+RESULT_MARK = "SCALING_RESULT "
+WORKER_TIMEOUT_S = 600
+
+FULL = {"sizes_mb": [1, 4, 16, 64, 256], "vars_mb": 16, "var_counts": [1, 10, 100, 1000],
+        "workers": [1, 2, 4, 8], "worker_steps": 300, "repeats": 7}
+QUICK = {"sizes_mb": [1, 4], "vars_mb": 1, "var_counts": [1, 10, 100], "workers": [1, 2],
+         "worker_steps": 20, "repeats": 3}
+
+
+# -- raw pyzmq: the limit ---------------------------------------------------------------------------
+
+def raw_zmq(nbytes, repeats=5):
+    """Median seconds of a raw pull and a raw push of ``nbytes`` (1 MB frames, one multipart
+    message, zero-copy) between this process and a server process: ``{"pull_s", "push_s"}``."""
+    import zmq
+    spawn = mp.get_context("spawn")
+    q = spawn.Queue()
+    proc = spawn.Process(target=raw_server, args=(q, nbytes), daemon=True)
+    proc.start()
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    try:
+        sock.connect("tcp://127.0.0.1:%d" % q.get(timeout=60))
+        ops = raw_ops(sock, nbytes)
+        out = {"pull_s": _median_time(ops["pull"], repeats),
+               "push_s": _median_time(ops["push"], repeats)}
+        raw_stop(sock)
+    finally:
+        sock.close()
+        ctx.term()
+        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.kill()
+    return out
+
+
+def _median_time(fn, repeats):
+    fn()   # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+# -- size and variable count: one ps process, the client in this process ---------------------------
+
+def _pull_push_step_time(total_bytes, num_vars, repeats):
+    """Median seconds of one step pulling ``num_vars`` variables (``total_bytes`` in all) from a
+    ps and pushing an update of each back."""
+    import zps as tf
+    from zps.testing.cluster import LocalCluster
+
+    n = total_bytes // 4 // num_vars
+    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
+        server = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
+        try:
+            with tf.Graph().as_default():
+                updates = []
+                for i in range(num_vars):
+                    with tf.device("/job:ps/task:0"):
+                        v = tf.Variable(tf.zeros([n]), name="v%d" % i)
+                    with tf.device("/job:worker/task:0"):
+                        pulled = tf.identity(v)
+                    with tf.device("/job:ps/task:0"):
+                        updates.append(tf.assign_add(v, pulled).op)
+                step = tf.group(*updates)
+                with tf.Session(server.target) as sess:
+                    sess.run(tf.global_variables_initializer())
+                    return _median_time(lambda: sess.run(step), repeats)
+        finally:
+            server.stop()
+
+
+def bench_size(sizes_mb, repeats, log):
+    rows = []
+    for mb in sizes_mb:
+        nbytes = mb * MB
+        raw = raw_zmq(nbytes, repeats)
+        step = _pull_push_step_time(nbytes, 1, repeats)
+        raw_step = raw["pull_s"] + raw["push_s"]
+        row = {"mb": mb, "step_ms": step * 1e3, "raw_ms": raw_step * 1e3,
+               "gbs": 2 * nbytes / step / 1e9, "raw_gbs": 2 * nbytes / raw_step / 1e9,
+               "vs_raw": raw_step / step, "ms_per_mb": step * 1e3 / mb}
+        log("size %s" % json.dumps(row))
+        rows.append(row)
+    return rows
+
+
+def bench_vars(total_mb, counts, repeats, log):
+    rows = []
+    for k in counts:
+        row = {"variables": k, "mb": total_mb,
+               "step_ms": _pull_push_step_time(total_mb * MB, k, repeats) * 1e3}
+        log("vars %s" % json.dumps(row))
+        rows.append(row)
+    for row in rows:
+        row["vs_one"] = row["step_ms"] / rows[0]["step_ms"]
+    return rows
+
+
+# -- workers: separate worker processes against one ps ---------------------------------------------
+
+def run_worker(spec, index, steps):
+    import zps as tf
+    cluster = tf.train.ClusterSpec(spec)
+    server = tf.train.Server(cluster, job_name="worker", task_index=index)
+    try:
+        with tf.Graph().as_default():
+            with tf.device(tf.train.replica_device_setter(
+                    worker_device="/job:worker/task:%d" % index, cluster=cluster)):
+                w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+                gs = tf.train.get_or_create_global_step()
+                train_op = tf.train.GradientDescentOptimizer(0.1).minimize(tf.square(w - 3.0),
+                                                                           global_step=gs)
+            config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % index])
+            ends = []
+            with tf.train.MonitoredTrainingSession(master=server.target, is_chief=index == 0,
+                                                   config=config, log_step_count_steps=None) as sess:
+                for _ in range(steps):
+                    sess.run(train_op)
+                    ends.append(time.time())
+    finally:
+        server.stop()
+    print(RESULT_MARK + json.dumps({"ends": ends}), flush=True)
+
+
+def _steady_rate(all_ends):
+    """Step completions per second while every worker trains."""
+    t0 = max(ends[0] for ends in all_ends)
+    t1 = min(ends[-1] for ends in all_ends)
+    if len(all_ends) == 1 or t1 <= t0:
+        ends = sorted(e for es in all_ends for e in es)
+        return (len(ends) - 1) / (ends[-1] - ends[0])
+    return sum(1 for es in all_ends for e in es if t0 < e <= t1) / (t1 - t0)
+
+
+def _workers_rate(num_workers, steps):
+    from zps.testing.cluster import LocalCluster
+    workers = [("worker", i) for i in range(num_workers)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get(
+        "PYTHONPATH")])))
+    with LocalCluster({"ps": 1, "worker": num_workers}, in_process=workers, env=env) as c:
+        procs = [subprocess.Popen([sys.executable, HERE, "--role", "worker", "--cluster",
+                                   json.dumps(c.spec), "--task_index", str(i), "--steps", str(steps)],
+                                  env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for i in range(num_workers)]
+        try:
+            deadline = time.monotonic() + WORKER_TIMEOUT_S
+            ends = []
+            for p in procs:
+                out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+                lines = [ln for ln in out.splitlines() if ln.startswith(RESULT_MARK)]
+                if p.returncode != 0 or not lines:
+                    raise RuntimeError("worker exited with %s:\n%s" % (p.returncode, err[-3000:]))
+                ends.append(json.loads(lines[-1][len(RESULT_MARK):])["ends"])
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                p.wait(timeout=30)
+    return _steady_rate(ends)
+
+
+def bench_workers(counts, steps, log):
+    rows = []
+    for k in counts:
+        row = {"workers": k, "updates_per_s": _workers_rate(k, steps)}
+        log("workers %s" % json.dumps(row))
+        rows.append(row)
+    best = max(r["updates_per_s"] for r in rows)
+    for r in rows:
+        r["vs_best"] = r["updates_per_s"] / best
+    return rows
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+def print_table(report):
+    print("bench_scaling%s, %d CPUs, %s" % (" (quick)" if report["quick"] else "", report["cpus"],
+                                             report["date"]))
+    if report["size"]:
+        print("\nmodel size on one ps (step = pull + push of every byte)")
+        print("%8s %10s %10s %9s %9s %8s %9s" % ("MB", "step ms", "raw ms", "GB/s", "raw GB/s",
+                                                  "vs raw", "ms/MB"))
+    for r in report["size"]:
+        print("%8d %10.2f %10.2f %9.2f %9.2f %7.0f%% %9.3f" % (
+            r["mb"], r["step_ms"], r["raw_ms"], r["gbs"], r["raw_gbs"], 100 * r["vs_raw"],
+            r["ms_per_mb"]))
+    if report["vars"]:
+        print("\nnumber of variables at %d MB in all" % report["vars"][0]["mb"])
+        print("%10s %10s %8s" % ("variables", "step ms", "vs 1"))
+    for r in report["vars"]:
+        print("%10d %10.2f %7.2fx" % (r["variables"], r["step_ms"], r["vs_one"]))
+    if report["workers"]:
+        print("\nworkers against one ps (scalar model, async)")
+        print("%8s %12s %8s" % ("workers", "updates/s", "vs best"))
+    for r in report["workers"]:
+        print("%8d %12.0f %7.0f%%" % (r["workers"], r["updates_per_s"], 100 * r["vs_best"]))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--only", default="size,vars,workers",
+                        help="comma-separated subset of size,vars,workers")
+    parser.add_argument("--repeats", type=int, default=None, help="timed steps per point")
+    parser.add_argument("--role", choices=["bench", "worker"], default="bench",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--cluster", help=argparse.SUPPRESS)
+    parser.add_argument("--task_index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)   # run as `python tools/bench_scaling.py` from a checkout
+    if args.role == "worker":
+        run_worker(json.loads(args.cluster), args.task_index, args.steps)
+        return 0
+    cfg = dict(QUICK if args.quick else FULL)
+    if args.repeats is not None:
+        if args.repeats < 1:
+            parser.error("--repeats must be at least 1")
+        cfg["repeats"] = args.repeats
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    if not only or only - {"size", "vars", "workers"}:
+        parser.error("--only takes a subset of size,vars,workers")
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    report = {"quick": args.quick, "cpus": os.cpu_count(), "config": cfg,
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "size": bench_size(cfg["sizes_mb"], cfg["repeats"], log) if "size" in only else [],
+              "vars": bench_vars(cfg["vars_mb"], cfg["var_counts"], cfg["repeats"], log)
+              if "vars" in only else [],
+              "workers": bench_workers(cfg["workers"], cfg["worker_steps"], log)
+              if "workers" in only else []}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_table(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
