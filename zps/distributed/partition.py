@@ -78,6 +78,7 @@ def assign_tasks(ops, default_task, known_tasks=None):
     for op, where in consumers.items():
         if op.type == "Const" and not op.device and not op._colocation and len(where) == 1:
             task[op] = next(iter(where))
+    _move_control_only_noops(ops, task)
     if known_tasks is not None:
         for op, t in task.items():
             if t not in known_tasks:
@@ -86,6 +87,24 @@ def assign_tasks(ops, default_task, known_tasks=None):
                     op.name, op, "Cannot place op '%s' on %s: the cluster has no such task "
                     "(jobs: %s). Fix the op's device or the cluster spec." % (op.name, t, jobs))
     return task
+
+
+def _move_control_only_noops(ops, task):
+    """A NoOp only orders other ops: when everything it waits for and everything that waits for
+    it run on one task, it runs there too, which saves a control round trip between tasks. The
+    common case is TF1's optimizer ``update`` NoOp, made under the worker's device scope between
+    the ps's apply ops and the ps's global-step increment (or ending a step on the ps)."""
+    waiting = {}
+    for op in ops:
+        for c in op._control_inputs:
+            waiting.setdefault(c, []).append(op)
+    for op in ops:   # topological order: a NoOp waiting for a moved NoOp sees its new task
+        if op.type != "NoOp" or op._colocation or not op._control_inputs:
+            continue
+        where = {task[c] for c in op._control_inputs if c in task}
+        where.update(task[w] for w in waiting.get(op, ()))
+        if len(where) == 1:
+            task[op] = next(iter(where))
 
 
 def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_placement=False):

@@ -1,0 +1,60 @@
+"""Partitioning decisions that save round trips (zps.distributed.partition)."""
+
+import numpy as np
+
+import zps as tf
+from zps.distributed.partition import Task, partition
+from zps.testing.cluster import InProcessCluster
+
+WORKER, PS = Task("worker", 0), Task("ps", 0)
+
+
+def _transfers(parts):
+    return {t: sorted(o.type for o in p.graph.get_operations() if o.type in ("_Send", "_Recv"))
+            for t, p in parts.items()}
+
+
+def _tiny_training_graph():
+    with tf.device(tf.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")):
+        gs = tf.train.get_or_create_global_step()
+        w = tf.Variable(0.0, name="w")
+        loss = tf.square(w - 3.0)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=gs)
+    return gs, w, loss, train
+
+
+def test_the_optimizers_update_noop_runs_with_the_ps_ops_it_orders():
+    # TF1 makes the optimizer's `update` NoOp under the worker's device scope, between the ps's
+    # apply op and the ps's global-step increment: placed on the worker it would cost a control
+    # token ps -> worker -> ps. Only w goes out, only the gradient (and learning rate) come back.
+    with tf.Graph().as_default():
+        _, _, loss, train = _tiny_training_graph()
+        parts = partition([], [loss], [train], WORKER, [WORKER, PS])
+    ps_ops = {op.name.rstrip("/"): op.type for op in parts[PS].graph.get_operations()}
+    assert ps_ops["GradientDescent/update"] == "NoOp"
+    assert _transfers(parts) == {PS: ["_Recv", "_Recv", "_Send"], WORKER: ["_Recv", "_Send", "_Send"]}
+
+
+def test_a_noop_ordering_ops_of_two_tasks_stays_put():
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            a = tf.Variable(1.0, name="a")
+        with tf.device("/job:worker/task:0"):
+            b = tf.Variable(1.0, name="b")
+            group = tf.group(a.assign_add(1.0), b.assign_add(1.0), name="both")
+        parts = partition([], [], [group], WORKER, [WORKER, PS])
+    assert "both" in [op.name.rstrip("/") for op in parts[WORKER].graph.get_operations()]
+
+
+def test_training_with_the_moved_noop_gives_the_same_numbers():
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            gs, w, loss, train = _tiny_training_graph()
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(3):
+                    sess.run(train)
+                expected = 0.0
+                for _ in range(3):
+                    expected -= 0.1 * 2 * (expected - 3.0)
+                assert np.isclose(sess.run(w), expected) and sess.run(gs) == 3
