@@ -141,8 +141,9 @@ def peer_name(identity, frames):
             break
         except (zmq.ZMQError, AttributeError, TypeError):
             continue
-    return "peer %s (connection %s)" % (ip, bytes(identity.buffer if hasattr(identity, "buffer")
-                                                   else identity).hex())
+    ident = bytes(identity.buffer if hasattr(identity, "buffer") else identity)
+    # A peer chooses its own identity (up to 255 bytes): log a bounded prefix of it.
+    return "peer %s (connection %s%s)" % (ip, ident[:8].hex(), "..." if len(ident) > 8 else "")
 
 
 _malformed_log = LogLimiter(log)
