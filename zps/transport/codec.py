@@ -110,33 +110,39 @@ def encode_parts(kind, msg_id, body=None, tensors=(), method=None):
     return parts
 
 
+# Native wire dtypes by dtype object: `dtype.name` costs ~2 µs, this lookup ~0.05 µs (per tensor).
+_WIRE_NAMES = {np.dtype(name): name for name in protocol.WIRE_DTYPES}
+
+
 def _encode(kind, msg_id, body, tensors, method, streamed):
     # ``streamed``: None, or a list to which (index, byte view) of each tensor to stream is added.
     metas, frames = [], []
     strings = []
     for i, t in enumerate(tensors):
         arr = t if isinstance(t, np.ndarray) else np.asarray(t)
-        if arr.dtype == object or arr.dtype.kind in ("S", "U"):
-            metas.append([protocol.STRING_DTYPE, list(arr.shape), 0])
-            strings.append([_as_bytes(i, s) for s in arr.reshape(-1).tolist()])
-            continue
-        if arr.dtype.name not in protocol.WIRE_DTYPES:
-            raise TypeError("Cannot send tensor %d of dtype %s (allowed: %s)"
-                            % (i, arr.dtype, ", ".join(sorted(protocol.WIRE_DTYPES))))
-        if not arr.dtype.isnative:
+        name = _WIRE_NAMES.get(arr.dtype)
+        if name is None:
+            if arr.dtype == object or arr.dtype.kind in ("S", "U"):
+                metas.append([protocol.STRING_DTYPE, list(arr.shape), 0])
+                strings.append([_as_bytes(i, s) for s in arr.reshape(-1).tolist()])
+                continue
+            if arr.dtype.name not in protocol.WIRE_DTYPES:
+                raise TypeError("Cannot send tensor %d of dtype %s (allowed: %s)"
+                                % (i, arr.dtype, ", ".join(sorted(protocol.WIRE_DTYPES))))
             # The wire carries native (little-endian) bytes; '>f4' is also named "float32".
             arr = arr.astype(arr.dtype.newbyteorder("="))
+            name = arr.dtype.name
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         raw = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
         if streamed is not None and raw.nbytes > protocol.STREAM_MIN_BYTES:
-            metas.append([arr.dtype.name, list(arr.shape), 0])
+            metas.append([name, list(arr.shape), 0])
             streamed.append((i, raw))
             continue
         n = max(1, -(-raw.nbytes // protocol.FRAME_BYTES))
         for k in range(n):
             frames.append(raw[k * protocol.FRAME_BYTES:(k + 1) * protocol.FRAME_BYTES])
-        metas.append([arr.dtype.name, list(arr.shape), n])
+        metas.append([name, list(arr.shape), n])
     header = {"z": protocol.MAGIC, "v": protocol.VERSION, "k": kind, "id": msg_id}
     if method is not None:
         header["m"] = method
