@@ -75,7 +75,9 @@ def test_compare_tf_quick_zps_runs_whole_clusters():
     rows = {e["workload"]: e for e in report["results"]}
     assert set(rows) == {"tiny", "transfer pull", "transfer push", "tiny cpu"}
     for e in rows.values():
-        assert e["zps"] > 0 and "zps_error" not in e, e
+        assert "zps_error" not in e, e
+        # CPU per step needs a window of >= MIN_CPU_S of CPU: --quick runs may be shorter.
+        assert (e["workload"] == "tiny cpu" and e["zps"] is None) or e["zps"] > 0, e
     assert rows["tiny"]["unit"] == "steps/s"
     assert rows["tiny cpu"]["unit"] == "CPU ms/step" and rows["tiny cpu"]["higher_is_better"] is False
     assert rows["transfer pull"]["raw_zmq"] > 0

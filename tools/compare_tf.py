@@ -352,12 +352,16 @@ def _run_cluster(impl, workload, quick, barrier):
         t0, t1 = _window(ends)
         steps = sum(1 for es in ends for e in es if t0 < e <= t1)
         used = cpu.used(t0, t1)
-        if steps and used:
+        if steps and used and sum(used.values()) >= MIN_CPU_S:
             # CPU time of all the cluster's processes per step: less sensitive to other load on
-            # the machine than the rates (which need the cores to themselves).
+            # the machine than the rates (which need the cores to themselves). Not reported when
+            # the window is too short for /proc's 10 ms clock ticks to measure it.
             out["cpu_ms_per_step"] = 1e3 * sum(used.values()) / steps
             out["cpu_ms_per_step_by_role"] = {r: 1e3 * v / steps for r, v in used.items()}
     return out
+
+
+MIN_CPU_S = 0.1   # CPU seconds a window must use for its CPU per step to be reported
 
 
 class _CpuSampler:
