@@ -27,12 +27,11 @@ import statistics
 import sys
 import tempfile
 
-import numpy as np
 import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench_transfer import MB, _sample, raw_ops, raw_server, raw_stop  # noqa: E402 - after the path is set
+from bench_transfer import MB, _sample, raw_ops, raw_server, raw_stop, zps_transfers  # noqa: E402 - after the path is set
 
 CASES = ("raw_plain", "raw_curve", "zps_plain", "zps_curve")
 
@@ -66,40 +65,14 @@ def _zps_client(conn, nbytes, keys_dir):
         from zps.transport import security
         env[security.SECRET_KEY_ENV] = os.path.join(keys_dir, "cluster" + security.SECRET_SUFFIX)
     os.environ.update(env)   # before zps creates this process's transport
-    import zps as tf
-    from zps.testing.cluster import LocalCluster
     from zps.transport import endpoint
-    n = nbytes // 4
-    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)], env=env) as cluster:
-        worker = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
+
+    def check(worker):
         if (endpoint.default_transport().curve is not None) != (keys_dir is not None):
             raise AssertionError("the worker's transport did not pick up the CURVE setting")
-        try:
-            with tf.Graph().as_default():
-                with tf.device("/job:ps/task:0"):
-                    v = tf.Variable(tf.zeros([n]), name="big")
-                    counter = tf.Variable(0.0, name="counter")
-                with tf.device("/job:worker/task:0"):
-                    pulled = tf.identity(v)
-                    delta = tf.placeholder(tf.float32, [n])
-                push_op = tf.assign_add(v, delta).op
-                tiny_op = tf.assign_add(counter, 1.0).op
-                delta_val = np.ones(n, np.float32)
-                pushes = [0]
-                with tf.Session(worker.target) as sess:
-                    sess.run(tf.global_variables_initializer())
 
-                    def push():
-                        sess.run(push_op, {delta: delta_val})
-                        pushes[0] += 1
-
-                    _serve_samples(conn, {"pull": lambda: sess.run(pulled), "push": push,
-                                          "tiny": lambda: sess.run(tiny_op)})
-                    got = sess.run(v[:1])[0]
-                    if got != pushes[0]:
-                        raise AssertionError("push lost updates: %s != %s" % (got, pushes[0]))
-        finally:
-            worker.stop()
+    with zps_transfers(nbytes, env, check) as fns:
+        _serve_samples(conn, fns)
 
 
 def _serve_samples(conn, fns):

@@ -20,6 +20,7 @@ different machines. Figures are medians.
 """
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -178,46 +179,58 @@ def interleaved(pairs, repeats):
     return {name: (statistics.median(t[0]), statistics.median(t[1])) for name, t in times.items()}
 
 
-def bench(nbytes, repeats, tiny_n, raw_tuned=False):
-    """``{"pull": (raw_s, zps_s), "push": ..., "tiny": ...}``."""
-    raw = RawClient(nbytes, tuned=raw_tuned)
+@contextlib.contextmanager
+def zps_transfers(nbytes, env=None, check=None):
+    """A ps task in another process holding a float32 variable of ``nbytes`` and a worker server
+    in this process (the other bench tools use it too); yields ``{"pull", "push", "tiny"}``, each
+    doing one transfer, and checks on exit that no push was lost. ``env``: the ps process's extra
+    environment; ``check(worker)``: called once the worker server is up."""
     import zps as tf
     from zps.testing.cluster import LocalCluster
 
     n = nbytes // 4
-    try:
-        with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
-            worker = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
-            try:
-                with tf.Graph().as_default():
-                    with tf.device("/job:ps/task:0"):
-                        v = tf.Variable(tf.zeros([n]), name="big")
-                        counter = tf.Variable(0.0, name="counter")
-                    with tf.device("/job:worker/task:0"):
-                        pulled = tf.identity(v)
-                        delta = tf.placeholder(tf.float32, [n])
-                    push_op = tf.assign_add(v, delta).op
-                    tiny_op = tf.assign_add(counter, 1.0).op
-                    delta_val = np.ones(n, np.float32)
-                    pushes = [0]
+    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)], env=env) as cluster:
+        worker = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
+        try:
+            if check is not None:
+                check(worker)
+            with tf.Graph().as_default():
+                with tf.device("/job:ps/task:0"):
+                    v = tf.Variable(tf.zeros([n]), name="big")
+                    counter = tf.Variable(0.0, name="counter")
+                with tf.device("/job:worker/task:0"):
+                    pulled = tf.identity(v)
+                    delta = tf.placeholder(tf.float32, [n])
+                push_op = tf.assign_add(v, delta).op
+                tiny_op = tf.assign_add(counter, 1.0).op
+                delta_val = np.ones(n, np.float32)
+                pushes = [0]
+                with tf.Session(worker.target) as sess:
+                    sess.run(tf.global_variables_initializer())
 
                     def push():
                         sess.run(push_op, {delta: delta_val})
                         pushes[0] += 1
 
-                    with tf.Session(worker.target) as sess:
-                        sess.run(tf.global_variables_initializer())
-                        out = interleaved({
-                            "pull": (raw.timer("pull"), lambda: _sample(lambda: sess.run(pulled))),
-                            "push": (raw.timer("push"), lambda: _sample(push))}, repeats)
-                        out.update(interleaved({"tiny": (
-                            raw.timer("tiny", tiny_n),
-                            lambda: _sample(lambda: sess.run(tiny_op), tiny_n))}, 5))
-                        got = sess.run(v[:1])[0]
-                        if got != pushes[0]:
-                            raise AssertionError("push lost updates: %s != %s" % (got, pushes[0]))
-            finally:
-                worker.stop()
+                    yield {"pull": lambda: sess.run(pulled), "push": push,
+                           "tiny": lambda: sess.run(tiny_op)}
+                    got = sess.run(v[:1])[0]
+                    if got != pushes[0]:
+                        raise AssertionError("push lost updates: %s != %s" % (got, pushes[0]))
+        finally:
+            worker.stop()
+
+
+def bench(nbytes, repeats, tiny_n, raw_tuned=False):
+    """``{"pull": (raw_s, zps_s), "push": ..., "tiny": ...}``."""
+    raw = RawClient(nbytes, tuned=raw_tuned)
+    try:
+        with zps_transfers(nbytes) as fns:
+            out = interleaved({
+                "pull": (raw.timer("pull"), lambda: _sample(fns["pull"])),
+                "push": (raw.timer("push"), lambda: _sample(fns["push"]))}, repeats)
+            out.update(interleaved({"tiny": (
+                raw.timer("tiny", tiny_n), lambda: _sample(fns["tiny"], tiny_n))}, 5))
     finally:
         raw.close()
     return out

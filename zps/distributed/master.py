@@ -162,80 +162,20 @@ class StepPlan:
         step = _Step(self, random.getrandbits(62))
         self._running.add(step)
         try:
-            if trace is None:
-                return self._run(step, feed_values)
-            return self._run_traced(step, feed_values, trace)
+            return self._run(step, feed_values, trace)
         finally:
             self._running.discard(step)
-
-    def _run_traced(self, step, feed_values, trace):
-        # The slower twin of _run: every partition records its ops; untraced steps never come here.
-        futures = {}
-        per_part = {id(tp): [] for tp in self._parts}
-        rpc_records = []
-        inline = None
-        for tp in self._parts:
-            values = [feed_values[i] for i in tp.feed_indices]
-            t0 = time.time()
-            if tp.worker is not None and inline is None:
-                inline = (tp, values)   # run in this thread after starting the others, as _run does
-                continue
-            if tp.worker is not None:
-                f = self._server.pool.submit(tp.worker.run_graph, tp.handle, step.id, values,
-                                             per_part[id(tp)])
-            else:
-                f = self._server.transport.request(
-                    tp.address, "RunGraph", {"handle": tp.handle, "step": step.id, "trace": True},
-                    values, peer_timeout=self._peer_timeout)
-                f.add_done_callback(lambda f, tp=tp, t0=t0: rpc_records.append((
-                    "RunGraph/%s/%d" % tp.task, int(t0 * 1e6), int(time.time() * 1e6),
-                    "RunGraph/%s/%d = _RunGraph()" % tp.task, 0)))
-            futures[f] = tp
-            f.add_done_callback(lambda f, tp=tp: f.exception() is not None and step.fail(
-                f.exception(), tp))
-        results = {}
-        if inline is not None:
-            tp, values = inline
-            try:
-                results[id(tp)] = tp.worker.run_graph(tp.handle, step.id, values, per_part[id(tp)])
-            except Exception as e:  # noqa: BLE001 - becomes the step's error below
-                step.fail(e, tp)
-        done, _ = concurrent.futures.wait(
-            futures, timeout=None if step.failure is None else ABORT_WAIT_S,
-            return_when=concurrent.futures.FIRST_EXCEPTION)
-        for f in done:
-            if f.exception() is not None:
-                step.fail(f.exception(), futures[f])
-        if step.failure is not None:
-            self._raise(step, futures)
-        for f, tp in futures.items():
-            r = f.result()
-            if tp.worker is not None:
-                results[id(tp)] = r
-            else:
-                results[id(tp)] = r.tensors
-                body = r.body if isinstance(r.body, dict) else {}
-                per_part[id(tp)].extend(tuple(rec) for rec in body.get("step_stats") or ()
-                                        if isinstance(rec, list | tuple) and len(rec) == 5)
-        for tp in self._parts:
-            trace.append((task_device(tp.task), per_part[id(tp)]))
-        if rpc_records:
-            trace.append((task_device(self._server.task) + " (master)", sorted(rpc_records)))
-        out = [None] * self._n_fetches
-        for tp in self._parts:
-            for i, v in zip(tp.fetch_indices, results[id(tp)]):
-                out[i] = v
-        for i, j in self._fed_fetches:
-            out[i] = feed_values[j]
-        return out
 
     def cancel_running(self, error):
         """Cancel the steps in flight (e.g. the session is closing): they fail with ``error``."""
         for step in list(self._running):
             step.fail(error, None)
 
-    def _run(self, step, feed_values):
+    def _run(self, step, feed_values, trace=None):
+        # ``trace``: None, or a list for (device, records) of every partition (see ``run``).
         futures = {}
+        per_part = {id(tp): [] if trace is not None else None for tp in self._parts}
+        rpc_records = []
         inline = None
         for tp in self._parts:
             values = [feed_values[i] for i in tp.feed_indices]
@@ -243,11 +183,19 @@ class StepPlan:
                 inline = (tp, values)   # run in this thread, after starting the others
                 continue
             if tp.worker is not None:
-                f = self._server.pool.submit(tp.worker.run_graph, tp.handle, step.id, values)
+                f = self._server.pool.submit(tp.worker.run_graph, tp.handle, step.id, values,
+                                             per_part[id(tp)])
             else:
-                f = self._server.transport.request(
-                    tp.address, "RunGraph", {"handle": tp.handle, "step": step.id}, values,
-                    peer_timeout=self._peer_timeout)
+                body = {"handle": tp.handle, "step": step.id}
+                if trace is not None:
+                    body["trace"] = True
+                t0 = time.time()
+                f = self._server.transport.request(tp.address, "RunGraph", body, values,
+                                                   peer_timeout=self._peer_timeout)
+                if trace is not None:   # the master's record spans the request
+                    f.add_done_callback(lambda f, tp=tp, t0=t0: rpc_records.append((
+                        "RunGraph/%s/%d" % tp.task, int(t0 * 1e6), int(time.time() * 1e6),
+                        "RunGraph/%s/%d = _RunGraph()" % tp.task, 0)))
             futures[f] = tp
             # A failure anywhere aborts the step everywhere at once, so partitions waiting on
             # the failed one (including the inline one below) stop instead of hanging.
@@ -257,7 +205,7 @@ class StepPlan:
         if inline is not None:
             tp, values = inline
             try:
-                results[id(tp)] = tp.worker.run_graph(tp.handle, step.id, values)
+                results[id(tp)] = tp.worker.run_graph(tp.handle, step.id, values, per_part[id(tp)])
             except Exception as e:  # noqa: BLE001 - becomes the step's error below
                 step.fail(e, tp)
         concurrent.futures.wait(futures, timeout=None if step.failure is None else ABORT_WAIT_S)
@@ -265,7 +213,18 @@ class StepPlan:
             self._raise(step, futures)
         for f, tp in futures.items():
             r = f.result()
-            results[id(tp)] = r if tp.worker is not None else r.tensors
+            if tp.worker is not None:
+                results[id(tp)] = r
+                continue
+            results[id(tp)] = r.tensors
+            if trace is not None:   # a remote partition's records come in its reply
+                body = r.body if isinstance(r.body, dict) else {}
+                per_part[id(tp)].extend(tuple(rec) for rec in body.get("step_stats") or ()
+                                        if isinstance(rec, list | tuple) and len(rec) == 5)
+        if trace is not None:
+            trace.extend((task_device(tp.task), per_part[id(tp)]) for tp in self._parts)
+            if rpc_records:
+                trace.append((task_device(self._server.task) + " (master)", sorted(rpc_records)))
         out = [None] * self._n_fetches
         for tp in self._parts:
             for i, v in zip(tp.fetch_indices, results[id(tp)]):

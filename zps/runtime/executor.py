@@ -332,12 +332,15 @@ def _run_traced(steps, trace_info, ctx, vals, records):
             if not waiting:
                 raise errors.InternalError(None, None, "Plan deadlocked: %d ops can never "
                                            "become ready (cyclic control inputs?)" % left)
-            if flush is not None:
-                t0 = now()
-                flush()
-                records.append(("_FlushSends", int(t0 * 1e6), int(now() * 1e6),
-                                "_FlushSends = _FlushSends()", 0))
-            k, result = completions.get()
+            try:   # as _run_dataflow: values that already arrived come before the flush
+                k, result = completions.get_nowait()
+            except queue.Empty:
+                if flush is not None:
+                    t0 = now()
+                    flush()
+                    records.append(("_FlushSends", int(t0 * 1e6), int(now() * 1e6),
+                                    "_FlushSends = _FlushSends()", 0))
+                k, result = completions.get()
             waiting -= 1
             step = steps[k]
             t0, lane = started.pop(k)
