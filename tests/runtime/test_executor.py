@@ -1,6 +1,7 @@
 """The executor: pruning, ordering, feeds as leaves, constant folding, errors, async kernels,
 isolation of concurrent steps."""
 
+import concurrent.futures
 import threading
 
 import numpy as np
@@ -15,6 +16,8 @@ from zps.runtime.resources import ResourceManager
 # -- test-only ops (registered once; grad=None keeps them out of the gradient coverage rule) -----
 RAN = []   # names of the counting ops that ran, in order
 EVENTS = {}
+THREADS = {}   # ZpsTestWhere op name -> the thread that ran it
+HELD = {}      # ZpsTestHold key -> its completion callback
 
 
 def _register_test_ops():
@@ -46,6 +49,18 @@ def _register_test_ops():
     def fail_async(ctx, done, x):
         done(errors.AbortedError(None, None, "peer went away"))
 
+    def where(ctx, x, op_name):
+        THREADS[op_name] = threading.current_thread().name
+        return x
+
+    def hold_async(ctx, done, x, key):
+        # Completes when the test calls HELD[key](value), from whichever thread it likes.
+        HELD[key] = done
+
+    registry.register_op("ZpsTestWhere", kernel=where, needs_op_name=True, grad=None,
+                         shape=lambda op: op.inputs[0].get_shape())
+    registry.register_op("ZpsTestHold", kernel=hold_async, is_async=True, grad=None,
+                         shape=lambda op: op.inputs[0].get_shape())
     registry.register_op("ZpsTestWait", kernel=wait_async, is_async=True, grad=None,
                          shape=lambda op: op.inputs[0].get_shape())
     registry.register_op("ZpsTestSet", kernel=set_event, grad=None,
@@ -214,7 +229,7 @@ def test_async_kernels_let_ready_ops_run_while_they_wait():
         setter = g.create_op("ZpsTestSet", [x * 2.0], {"key": "go"}, name="set").outputs[0]
         total = waited + setter
         plan = Plan([x], [total, waited], [])
-        assert plan._execute == plan._run_dataflow
+        assert plan.may_block
         flushes = []
         ctx = StepContext(ResourceManager(), extras={"flush": lambda: flushes.append(len(RAN))})
         assert plan.run(ctx, [np.float32(1.0)]) == [4.0, 2.0]
@@ -238,6 +253,158 @@ def test_async_plans_in_a_local_session():
         setter = g.create_op("ZpsTestSet", [x], {"key": "local"}).outputs[0]
         with tf.Session() as sess:
             assert sess.run([waited, setter], {x: 2.0}) == [3.0, 2.0]
+
+
+# -- who runs what: light threads, Plan.start, join -------------------------------------------------
+def _held_plan(g, x, n):
+    """x -> hold("k") -> where("cheap") -> where("big" on an n-element array) -> outputs."""
+    held = g.create_op("ZpsTestHold", [x], {"key": "k"}, name="hold").outputs[0]
+    cheap = g.create_op("ZpsTestWhere", [held * 2.0], name="cheap").outputs[0]
+    big = g.create_op("ZpsTestWhere", [tf.fill([n], cheap)], name="big").outputs[0]
+    return Plan([x], [cheap, tf.reduce_sum(big)], [])
+
+
+def _from_light_thread(fn):
+    out = []
+
+    def body():
+        executor.light_thread()
+        out.append(fn())
+
+    t = threading.Thread(target=body, name="light")
+    t.start()
+    t.join(10)
+    return out[0] if out else None
+
+
+def test_a_light_thread_runs_cheap_ops_and_hands_expensive_ones_back_to_the_owner():
+    THREADS.clear()
+    n = executor.INLINE_BYTES // 4 + 1   # float32: just over the inline limit
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        plan = _held_plan(g, x, n)
+        result = []
+        owner = threading.Thread(target=lambda: result.append(run(plan, [np.float32(1.0)])),
+                                 name="owner")
+        owner.start()
+        for _ in range(500):
+            if "k" in HELD:
+                break
+            threading.Event().wait(0.01)
+        _from_light_thread(lambda: HELD.pop("k")(np.float32(3.0)))
+        owner.join(10)
+    assert result and result[0] == [6.0, 6.0 * n]
+    assert THREADS == {"cheap": "light", "big": "owner"}
+
+
+def test_completions_from_other_threads_continue_on_the_owner():
+    THREADS.clear()
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        plan = _held_plan(g, x, 4)
+        result = []
+        owner = threading.Thread(target=lambda: result.append(run(plan, [np.float32(1.0)])),
+                                 name="owner")
+        owner.start()
+        for _ in range(500):
+            if "k" in HELD:
+                break
+            threading.Event().wait(0.01)
+        t = threading.Thread(target=lambda: HELD.pop("k")(np.float32(1.0)), name="other")
+        t.start()
+        t.join(10)
+        owner.join(10)
+    assert result == [[2.0, 8.0]]
+    assert THREADS == {"cheap": "owner", "big": "owner"}
+
+
+def test_start_runs_asynchronously_and_offloads_expensive_ops():
+    THREADS.clear()
+    n = executor.INLINE_BYTES // 4 + 1
+    offloaded, finished = [], []
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pool")
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        plan = _held_plan(g, x, n)
+        done = threading.Event()
+
+        def on_done(values, error):
+            finished.append((values, error, threading.current_thread().name))
+            done.set()
+
+        def offload(fn):
+            offloaded.append(fn)
+            pool.submit(fn)
+
+        # Started on a light thread: it runs until the hold waits, and returns at once.
+        _from_light_thread(lambda: plan.start(StepContext(ResourceManager()), [np.float32(1.0)],
+                                              on_done, offload))
+        assert not finished and "k" in HELD
+        _from_light_thread(lambda: HELD.pop("k")(np.float32(2.0)))
+        assert done.wait(10)
+    pool.shutdown()
+    values, error, thread = finished[0]
+    assert error is None and values == [4.0, 4.0 * n] and thread.startswith("pool")
+    assert len(offloaded) == 1 and THREADS == {"cheap": "light", "big": thread}
+
+
+def test_start_reports_kernel_failures_through_done():
+    finished = []
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        failed = g.create_op("ZpsTestFailAsync", [x], {}, name="recv").outputs[0]
+        Plan([x], [failed + 1.0], []).start(StepContext(ResourceManager()), [np.float32(1.0)],
+                                            lambda v, e: finished.append((v, e)), None)
+    [(values, error)] = finished
+    assert values is None and isinstance(error, errors.AbortedError) and error.op_name == "recv"
+
+
+def test_run_with_join_waits_for_the_futures_and_fails_early():
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        plan = Plan([x], [x * 2.0], [])
+        joined = concurrent.futures.Future()
+        threading.Timer(0.2, lambda: joined.set_result(1)).start()
+        assert run_joined(plan, [joined]) == [2.0] and joined.done()
+        held = g.create_op("ZpsTestHold", [x], {"key": "j"}, name="hold").outputs[0]
+        plan = Plan([x], [held + 1.0], [])
+        joined = concurrent.futures.Future()
+        threading.Timer(0.2, lambda: HELD.pop("j")(np.float32(2.0))).start()
+        threading.Timer(0.4, lambda: joined.set_result(1)).start()
+        assert run_joined(plan, [joined]) == [3.0] and joined.done()
+        never = concurrent.futures.Future()   # a failing step does not wait for the others
+        threading.Timer(0.2, lambda: HELD.pop("j")(errors.AbortedError(None, None, "gone"))).start()
+        with pytest.raises(errors.AbortedError, match="gone"):
+            run_joined(plan, [never])
+
+
+def run_joined(plan, join):
+    return plan.run(StepContext(ResourceManager()), [np.float32(1.0)], join=join)
+
+
+def test_a_completion_delivered_while_a_light_thread_drives_runs_after_it():
+    """A _Send to a task of this process completes the peer's Recv inside the sender's kernel:
+    the receiving step continues after the sending one returns, not nested inside it."""
+    order = []
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        held = g.create_op("ZpsTestHold", [x], {"key": "in"}, name="hold").outputs[0]
+        after = g.create_op("ZpsTestWhere", [held], name="after").outputs[0]
+        receiver = Plan([x], [after], [])
+    inner = []
+
+    def outer():
+        HELD.pop("in")(np.float32(5.0))   # delivered while this "kernel" is still running
+        order.append("outer done" if not inner else "nested")
+
+    def body():
+        receiver.start(StepContext(ResourceManager()), [np.float32(1.0)],
+                       lambda v, e: inner.append((v, e)), None)
+        assert "in" in HELD
+        executor._on_light_thread(outer)
+
+    _from_light_thread(body)
+    assert order == ["outer done"] and inner == [([5.0], None)]
 
 
 # -- concurrency ---------------------------------------------------------------------------------

@@ -204,8 +204,9 @@ class StepPlan:
         results = {}
         if inline is not None:
             tp, values = inline
-            try:
-                results[id(tp)] = tp.worker.run_graph(tp.handle, step.id, values, per_part[id(tp)])
+            try:   # and wait for the other partitions in the same call: one wake-up for all
+                results[id(tp)] = tp.worker.run_graph(tp.handle, step.id, values, per_part[id(tp)],
+                                                      join=list(futures))
             except Exception as e:  # noqa: BLE001 - becomes the step's error below
                 step.fail(e, tp)
         concurrent.futures.wait(futures, timeout=None if step.failure is None else ABORT_WAIT_S)

@@ -28,6 +28,7 @@ from zps.framework import errors
 from zps.framework.graph import Graph
 from zps.ops import array_ops
 from zps.runtime import threads
+from zps.runtime.executor import light_thread
 from zps.runtime.resources import ResourceManager
 from zps.transport import endpoint, security
 
@@ -257,6 +258,8 @@ class Server:
             return
         interval = heartbeat_interval_from_env()   # a bad value fails before anything is bound
         self.transport = endpoint.default_transport()
+        # Steps run their cheap ops on the I/O thread as tensors arrive (executor.light_thread).
+        self.transport.run_in_io_thread(light_thread)
         self.pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=64, thread_name_prefix="zps-%s-%d" % (self._task.job, self._task.index))
         try:
@@ -364,10 +367,15 @@ class Server:
             return
         if responder is None:
             return
-        if msg.method == "RunGraph" and not self.worker.may_block(body.get("handle")):
-            # A partition that cannot wait (a ps reading or updating variables) runs right here:
-            # two thread hops cost more than most such steps.
-            self._serve(handler, body, msg.tensors, responder)
+        if msg.method == "RunGraph":
+            # Partitions start right here, on the I/O thread: one that cannot wait (a ps reading
+            # or updating variables) runs whole; one that waits for tensors runs its cheap ops
+            # here as they become ready and its expensive ones on the pool (Plan.start): each
+            # thread hop costs more than most ps-side ops.
+            if self.worker.may_block(body.get("handle")):
+                self._start_graph(body, msg.tensors, responder)
+            else:
+                self._serve(handler, body, msg.tensors, responder)
             return
         self.pool.submit(self._serve, handler, body, msg.tensors, responder)
 
@@ -406,6 +414,26 @@ class Server:
             responder.error(errors.INTERNAL, "%s: %s" % (type(e).__name__, e))
         else:
             responder.reply(out_body, out_tensors)
+
+    def _start_graph(self, body, tensors, responder):
+        trace = [] if body.get("trace") else None
+
+        def done(values, error):
+            if error is None:
+                responder.reply({"step_stats": [list(r) for r in trace]}
+                                if trace is not None else None, values)
+            elif isinstance(error, errors.OpError):
+                responder.error(error.error_code, error.message, error.op_name)
+            else:
+                log.error("%s: step failed: %s: %s", self._task, type(error).__name__, error)
+                responder.error(errors.INTERNAL, "%s: %s" % (type(error).__name__, error))
+
+        try:
+            handle, step = _field(body, "handle", str), _field(body, "step", int)
+        except errors.OpError as e:
+            done(None, e)
+            return
+        self.worker.start_graph(handle, step, list(tensors), done, trace)
 
     def _rpc_register_graph(self, body, tensors):
         from zps.framework.serialization import import_graph_def

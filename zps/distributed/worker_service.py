@@ -81,11 +81,43 @@ class WorkerService:
                                        % (op.name, op.device, self._server.task))
 
     # -- running ---------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, trace=None):
-        """Run one step of a registered partition; returns the fetched values.
+    def run_graph(self, handle, step_id, feed_values, trace=None, join=()):
+        """Run one step of a registered partition in this thread; returns the fetched values.
 
         ``trace``: a list to extend with the step's per-op records (``Plan.run_traced``), or None.
+        ``join``: futures to wait for as well (the step's other partitions: see ``Plan.run``).
         """
+        reg, ctx, finish = self._begin(handle, step_id)
+        try:
+            values = reg.plan.run(ctx, feed_values, join, trace)
+        finally:
+            finish()
+        self.steps_run += 1
+        return values
+
+    def start_graph(self, handle, step_id, feed_values, done, trace=None):
+        """Run one step of a registered partition asynchronously (``Plan.start``): on the
+        transport's I/O thread, cheap ops run right there and expensive ones on the pool.
+        ``done(values, error)`` is called once."""
+        try:
+            reg, ctx, finish = self._begin(handle, step_id)
+        except Exception as e:  # noqa: BLE001 - reported through done
+            done(None, e)
+            return
+
+        def finished(values, error):
+            try:
+                finish()
+            except Exception as e:  # noqa: BLE001 - e.g. the flush found the transport closed
+                if error is None:
+                    values, error = None, e
+            self.steps_run += error is None
+            done(values, error)
+
+        reg.plan.start(ctx, feed_values, finished, self._server.pool.submit, trace)
+
+    def _begin(self, handle, step_id):
+        """The registered partition, its step context and the function that ends the step."""
         with self._lock:
             reg = self._graphs.get(handle)
             if reg is not None:
@@ -111,22 +143,19 @@ class WorkerService:
             aborted = self._aborted.get(step_id)
         if aborted is not None:
             ctx.cancel(aborted)
-        try:
-            if trace is None:
-                values = reg.plan.run(ctx, feed_values)
-            else:
-                values, records = reg.plan.run_traced(ctx, feed_values)
-                trace.extend(records)
-        finally:
+
+        def finish():
             with self._lock:
                 contexts = self._running.get(step_id, [])
                 contexts.remove(ctx)
                 if not contexts:
                     self._running.pop(step_id, None)
-            outbox.flush()
-            rendezvous.cleanup(step_id)
-        self.steps_run += 1
-        return values
+            try:
+                outbox.flush()
+            finally:
+                rendezvous.cleanup(step_id)
+
+        return reg, ctx, finish
 
     def abort_step(self, step_id, error):
         """End the step here: its Recvs and blocking ops (dequeue, take_grad) fail with ``error``."""

@@ -8,9 +8,12 @@ The kernels of a plan without asynchronous ops are called by straight-line Pytho
 per plan (one line per op: ``vals[7] = fns[3](ctx, vals[2], vals[5])``): a loop over step records
 spends more time unpacking them than a tiny kernel takes to run (~0.8 vs ~0.45 us per op, see
 ``Plan.run``). When a kernel fails, the line number of the generated frame names the op. Plans with
-asynchronous kernels (``_Recv``, blocking dequeues) run as a dataflow loop instead, which keeps
-running the ops that are ready while an asynchronous one waits; before it waits, it calls the
-step's ``ctx.extras["flush"]`` (if any) so that batched sends go out.
+asynchronous kernels (``_Recv``, blocking dequeues) run as a dataflow loop instead (``_Run``),
+which keeps running the ops that are ready while an asynchronous one waits; before it waits, it
+calls the step's ``ctx.extras["flush"]`` (if any) so that batched sends go out. The loop is not
+tied to a thread: a completion delivered on a light thread (the transport's I/O thread) runs the
+cheap ops it makes ready right there, and ``Plan.start`` runs a step without any thread waiting
+for it (a ps serving a worker's step from its I/O thread).
 
 >>> import zps as tf
 >>> from zps.runtime.executor import Plan, StepContext
@@ -24,6 +27,7 @@ step's ``ctx.extras["flush"]`` (if any) so that batched sends go out.
 """
 
 import collections
+import concurrent.futures
 import functools
 import itertools
 import queue
@@ -190,12 +194,12 @@ class Plan:
                 self.fetches, self._fetch_slots, self._fetch_fix)
         # A plan without asynchronous ops never waits on another task or a queue.
         self.may_block = any(s.is_async for s in steps)
-        self._trace_info = None   # (dependents, pending, labels) for run_traced, built on first use
+        self._gpu = gpus is not None
+        # (dependents, pending, inline kinds, timeline labels) for the dataflow loop (_Run)
+        self._dataflow = None
         if self.may_block:
-            self._execute = self._run_dataflow
-            self._dependents, self._pending = _dependencies(steps, slots)
+            self._dataflow_info()
         else:
-            self._execute = self._run_compiled
             self._chunks = [_compile(steps, base) for base in range(0, len(steps), _CHUNK)]
             self._chunk_base = {fn.__code__: base for fn, base in self._chunks}
 
@@ -204,17 +208,78 @@ class Plan:
         """How many kernels one step calls (constants are folded and call none)."""
         return len(self._steps)
 
-    def run(self, ctx, feed_values):
-        """Run one step; returns the fetched values (variable storage is copied, never aliased)."""
-        vals = self._template.copy()
-        for s, v in zip(self._feed_slots, feed_values):
-            vals[s] = v
-        for s in self._ref_feeds:
-            vals[s] = _FedRef(vals[s])
-        # Kernels follow IEEE semantics silently, as TF1's do: log(0) is -inf, 0/0 is nan.
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            self._execute(ctx, vals)
-        return [fix(vals[s], vals) for fix, s in zip(self._fetch_fix, self._fetch_slots)]
+    def run(self, ctx, feed_values, join=(), records=None):
+        """Run one step; returns the fetched values (variable storage is copied, never aliased).
+
+        ``join``: futures this call also waits for (the other partitions of a distributed step),
+        so that the caller wakes once for all of them; it returns early, raising, if the step
+        fails. ``records``: None, or a list to extend with one ``(op name, start us, end us,
+        timeline label, lane)`` per kernel call (``RunOptions.FULL_TRACE``, see ``run_traced``).
+        """
+        vals = self._prepare(feed_values)
+        if records is None and not self.may_block:
+            # Kernels follow IEEE semantics silently, as TF1's do: log(0) is -inf, 0/0 is nan.
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+                self._run_compiled(ctx, vals)
+            if join:
+                flush = ctx.extras.get("flush")
+                if flush is not None:
+                    flush()   # the partitions joined may wait for what this one sent
+                concurrent.futures.wait(join)
+            return self._fetched(vals)
+        # The dataflow loop. While it waits, completions that arrive on a light thread (the
+        # transport's I/O thread) run the cheap ops they make ready right there; anything else
+        # comes back to this thread through ``inbox``.
+        inbox = queue.SimpleQueue()
+        outcome = []
+
+        def done(error):
+            outcome.append(error)
+            inbox.put(None)
+
+        run = _Run(self, ctx, vals, done, inbox.put, records)
+        for f in join:
+            f.add_done_callback(lambda f: inbox.put(None))
+        run.drive(True)
+        left = 1 + len(join)
+        while left:
+            item = inbox.get()
+            if item is not None:
+                item()   # an offloaded part of the run
+                continue
+            left -= 1
+            if outcome and outcome[0] is not None:
+                raise outcome[0]
+        return self._fetched(vals)
+
+    def start(self, ctx, feed_values, done, offload, records=None):
+        """Run one step asynchronously: ``done(values, error)`` is called once, by whichever
+        thread finishes the step. Called on a light thread (see ``light_thread``), the step runs
+        its cheap ops there and hands the rest to ``offload(fn)`` (a pool); elsewhere, it runs
+        until it waits, and completions continue it (on the pool when they come from a thread
+        that is not light)."""
+        try:
+            vals = self._prepare(feed_values)
+        except Exception as e:  # noqa: BLE001 - reported through done like any failure
+            done(None, e)
+            return
+
+        def finished(error):
+            if error is not None:
+                done(None, error)
+                return
+            try:
+                values = self._fetched(vals)
+            except Exception as e:  # noqa: BLE001
+                done(None, e)
+                return
+            done(values, None)
+
+        run = _Run(self, ctx, vals, finished, offload, records)
+        if _light_state() is not None:
+            _on_light_thread(run.drive_light)
+        else:
+            run.drive(True)
 
     def run_traced(self, ctx, feed_values):
         """Run one step like ``run`` while timing every kernel (``RunOptions.FULL_TRACE``).
@@ -222,21 +287,30 @@ class Plan:
         Returns ``(fetched values, records)``: one ``(op name, start us, end us, timeline label,
         lane)`` per kernel call, times in microseconds since the epoch. An asynchronous kernel
         (``_Recv``, a blocking dequeue) spans from its call to its completion, so its record is
-        the wait for its value; ``_FlushSends`` records are the batched sends going out. This is a
-        separate, slower loop: untraced steps pay nothing for tracing.
+        the wait for its value; ``_FlushSends`` records are the batched sends going out.
+        Untraced steps pay nothing for tracing but a test per op of the dataflow loop.
         """
+        records = []
+        return self.run(ctx, feed_values, records=records), records
+
+    def _prepare(self, feed_values):
         vals = self._template.copy()
         for s, v in zip(self._feed_slots, feed_values):
             vals[s] = v
         for s in self._ref_feeds:
             vals[s] = _FedRef(vals[s])
-        if self._trace_info is None:   # built on first use; a benign race between threads
-            self._trace_info = _dependencies(self._steps, None) + ([_timeline_label(
-                step.op) for step in self._steps],)
-        records = []
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            _run_traced(self._steps, self._trace_info, ctx, vals, records)
-        return [fix(vals[s], vals) for fix, s in zip(self._fetch_fix, self._fetch_slots)], records
+        return vals
+
+    def _fetched(self, vals):
+        return [fix(vals[s], vals) for fix, s in zip(self._fetch_fix, self._fetch_slots)]
+
+    def _dataflow_info(self):
+        if self._dataflow is None:   # built on first use; a benign race between threads
+            dependents, pending = _dependencies(self._steps, None)
+            inline = [_inline_kind(s, self._gpu) for s in self._steps]
+            self._dataflow = (dependents, pending, inline,
+                              [_timeline_label(step.op) for step in self._steps])
+        return self._dataflow
 
     def _run_compiled(self, ctx, vals):
         fns = self._fns
@@ -254,119 +328,223 @@ class Plan:
             tb = tb.tb_next
         return None
 
-    def _run_dataflow(self, ctx, vals):
-        steps = self._steps
-        pending = self._pending.copy()
-        ready = collections.deque(k for k, n in enumerate(pending) if n == 0)
-        completions = queue.SimpleQueue()
-        flush = ctx.extras.get("flush")
-        left, waiting = len(steps), 0
-        while left:
+
+# -- the dataflow loop, driven by whichever thread has work for it -------------------------------
+# A light thread (the transport's I/O thread, see ``light_thread``) never blocks and never runs
+# expensive kernels: a completion it delivers (a tensor received for a Recv) runs the ops it makes
+# ready right there when they are cheap (a small gradient applied on a ps, a small tensor sent on),
+# which saves two thread hand-offs per message (each ~35 us on a 2-core machine under one GIL);
+# an expensive op hands the rest of the step to its owner (the thread in ``Plan.run``, or a pool).
+INLINE_BYTES = 64 << 10   # an op whose array inputs hold more bytes than this is expensive
+# Stateful ops cheap enough for a light thread (other stateful ops may do I/O, call Python code or
+# draw random numbers: never there). Stateless ops all are, below INLINE_BYTES.
+INLINE_STATEFUL = frozenset([
+    "VariableV2", "Assign", "AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub",
+    "ScatterUpdate", "_Send", "_Recv", "ConditionalAccumulator", "SparseConditionalAccumulator",
+    "AccumulatorApplyGradient", "SparseAccumulatorApplyGradient", "AccumulatorNumAccumulated",
+    "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "SparseAccumulatorTakeGradient",
+    "FIFOQueue", "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue", "QueueDequeueMany",
+    "QueueDequeueUpTo", "QueueSize", "QueueClose", "QueueIsClosed"])
+_NEVER, _SMALL, _ALWAYS = 0, 1, 2
+_light = threading.local()
+
+
+def _inline_kind(step, gpu):
+    opdef = step.op.op_def
+    if gpu or (opdef.stateful and opdef.type not in INLINE_STATEFUL
+               and not opdef.type.startswith(("Apply", "SparseApply"))):
+        return _NEVER   # a GPU plan's kernels run on the threads that own its devices
+    return _ALWAYS if opdef.type in ("_Recv", "NoOp") else _SMALL
+
+
+def light_thread():
+    """Mark the calling thread light: completions it delivers run cheap ops inline (above)."""
+    _light.deferred = collections.deque()
+    _light.depth = 0
+
+
+def _light_state():
+    return getattr(_light, "deferred", None)
+
+
+def _on_light_thread(fn):
+    # A completion delivered while this light thread already drives a step (a _Send to a task in
+    # this process completing a Recv) runs after it, not nested inside its kernel.
+    if _light.depth:
+        _light.deferred.append(fn)
+        return
+    _light.depth = 1
+    try:
+        fn()
+        while _light.deferred:
+            _light.deferred.popleft()()
+    finally:
+        _light.depth = 0
+
+
+def _small(step, vals):
+    n = 0
+    for i, j in enumerate(step.ins):
+        if i not in step.deref:
+            n += getattr(vals[j], "nbytes", 0)
+    return n <= INLINE_BYTES
+
+
+class _Run:
+    """One step of a dataflow plan: its ops run as they become ready, by one thread at a time.
+
+    ``active`` says a thread is driving the run; a completion arriving meanwhile is queued for that
+    thread, otherwise the completing thread drives (light thread) or hands the run to
+    ``offload(fn)``. ``done(error)`` is called once, when every op ran or one failed.
+    """
+
+    __slots__ = ("plan", "ctx", "vals", "done", "offload", "records", "pending", "ready",
+                 "completions", "lock", "active", "finished", "left", "waiting", "started",
+                 "lanes", "info")
+
+    def __init__(self, plan, ctx, vals, done, offload, records):
+        self.plan, self.ctx, self.vals = plan, ctx, vals
+        self.done, self.offload, self.records = done, offload, records
+        self.info = plan._dataflow_info()
+        self.pending = self.info[1].copy()
+        self.ready = collections.deque(k for k, n in enumerate(self.pending) if n == 0)
+        self.completions = collections.deque()
+        self.lock = threading.Lock()
+        self.active = True   # by the thread that creates it, until its first drive returns
+        self.finished = False
+        self.left, self.waiting = len(plan._steps), 0
+        self.started = {}    # traced: async step -> (start us, lane)
+        self.lanes = []      # traced: lanes of async kernels waiting (lane 0: synchronous ones)
+
+    def complete(self, k, result=None):
+        """The callback of async kernel ``k`` (any thread, once)."""
+        with self.lock:
+            if self.finished:
+                return
+            self.completions.append((k, result))
+            if self.active:
+                return
+            self.active = True
+        if _light_state() is not None:
+            _on_light_thread(self.drive_light)
+        else:
+            self.offload(self.drive_owner)
+
+    def drive_light(self):
+        self.drive(False)
+
+    def drive_owner(self):
+        self.drive(True)
+
+    def drive(self, heavy_ok):
+        """Run what is ready until the run waits (``active`` cleared), is handed to ``offload``
+        (an expensive op on a light thread) or is done."""
+        # Kernels follow IEEE semantics silently, as TF1's do: log(0) is -inf, 0/0 is nan.
+        if self.finished:
+            return
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            try:
+                if not self._drive(heavy_ok):
+                    return
+            except Exception as e:  # noqa: BLE001 - the step's failure
+                self._finish(e)
+                return
+        self._finish(None)
+
+    def _drive(self, heavy_ok):
+        steps, vals, ctx, ready, records = self.plan._steps, self.vals, self.ctx, self.ready, \
+            self.records
+        dependents, _, inline, labels = self.info
+        while True:
             if ready:
-                k = ready.popleft()
+                k = ready[0]
                 step = steps[k]
+                if not heavy_ok and inline[k] != _ALWAYS and (
+                        inline[k] == _NEVER or not _small(step, vals)):
+                    self.offload(self.drive_owner)   # stays active: completions queue for it
+                    return False
+                ready.popleft()
                 try:
                     if step.is_async:
-                        waiting += 1
-                        step.fn(ctx, functools.partial(_complete, completions, k), *step.args(vals))
+                        self.waiting += 1
+                        if records is not None:
+                            lane = next((i for i, busy in enumerate(self.lanes) if not busy),
+                                        len(self.lanes))
+                            self.lanes[lane:lane + 1] = [True]
+                            self.started[k] = (time.time(), lane)
+                        step.fn(ctx, functools.partial(self.complete, k), *step.args(vals))
                         continue
-                    step.store(vals, step.fn(ctx, *step.args(vals)))
+                    if records is None:
+                        step.store(vals, step.fn(ctx, *step.args(vals)))
+                    else:
+                        t0 = time.time()
+                        step.store(vals, step.fn(ctx, *step.args(vals)))
+                        records.append((step.op.name, int(t0 * 1e6), int(time.time() * 1e6),
+                                        labels[k], 0))
                 except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
                     raise op_error(e, step.op) from e
             else:
-                if not waiting:
-                    raise errors.InternalError(None, None, "Plan deadlocked: %d ops can never "
-                                               "become ready (cyclic control inputs?)" % left)
-                try:   # values that already arrived are taken before the batched sends go out
-                    k, result = completions.get_nowait()
-                except queue.Empty:
-                    if flush is not None:
-                        flush()  # what this wave sent goes out before we wait for what others send
-                    # The cancellation path of this wait is the async kernel's: an aborted step
-                    # or a stopped server calls done(error).
-                    k, result = completions.get()
-                waiting -= 1
+                with self.lock:
+                    item = self.completions.popleft() if self.completions else None
+                if item is None:
+                    if not self.waiting:
+                        raise errors.InternalError(None, None, "Plan deadlocked: %d ops can never "
+                                                   "become ready (cyclic control inputs?)"
+                                                   % self.left)
+                    self._flush()   # what this wave sent goes out before we wait
+                    with self.lock:
+                        if not self.completions:
+                            self.active = False   # the next completion drives
+                            return False
+                    continue
+                k, result = item
+                self.waiting -= 1
                 step = steps[k]
+                if records is not None:
+                    t0, lane = self.started.pop(k)
+                    self.lanes[lane] = False
+                    records.append((step.op.name, int(t0 * 1e6), int(time.time() * 1e6),
+                                    labels[k], lane + 1))
                 try:
                     if isinstance(result, BaseException):
                         raise result
                     step.store(vals, result)
                 except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
                     raise op_error(e, step.op) from e
-            left -= 1
-            for d in self._dependents[k]:
+            self.left -= 1
+            if not self.left:
+                self._flush()   # before done: the caller may wait for what these sends unblock
+                return True
+            pending = self.pending
+            for d in dependents[k]:
                 pending[d] -= 1
                 if pending[d] == 0:
                     ready.append(d)
 
+    def _flush(self):
+        flush = self.ctx.extras.get("flush")
+        if flush is None:
+            return
+        if self.records is None:
+            flush()
+            return
+        t0 = time.time()
+        flush()
+        self.records.append(("_FlushSends", int(t0 * 1e6), int(time.time() * 1e6),
+                             "_FlushSends = _FlushSends()", 0))
 
-def _run_traced(steps, trace_info, ctx, vals, records):
-    """``Plan._run_dataflow`` with a clock around every kernel (see ``Plan.run_traced``)."""
-    dependents, pending, labels = trace_info
-    pending = pending.copy()
-    ready = collections.deque(k for k, n in enumerate(pending) if n == 0)
-    completions = queue.SimpleQueue()
-    flush = ctx.extras.get("flush")
-    started = {}   # async step -> (start us, lane)
-    lanes = []     # lanes of async kernels waiting (lane 0 runs the synchronous kernels)
-    left, waiting = len(steps), 0
-    now = time.time
-    while left:
-        if ready:
-            k = ready.popleft()
-            step = steps[k]
-            try:
-                if step.is_async:
-                    waiting += 1
-                    lane = next((i for i, busy in enumerate(lanes) if not busy), len(lanes))
-                    lanes[lane:lane + 1] = [True]
-                    started[k] = (now(), lane)
-                    step.fn(ctx, functools.partial(_complete, completions, k), *step.args(vals))
-                    continue
-                t0 = now()
-                step.store(vals, step.fn(ctx, *step.args(vals)))
-                records.append((step.op.name, int(t0 * 1e6), int(now() * 1e6), labels[k], 0))
-            except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
-                raise op_error(e, step.op) from e
-        else:
-            if not waiting:
-                raise errors.InternalError(None, None, "Plan deadlocked: %d ops can never "
-                                           "become ready (cyclic control inputs?)" % left)
-            try:   # as _run_dataflow: values that already arrived come before the flush
-                k, result = completions.get_nowait()
-            except queue.Empty:
-                if flush is not None:
-                    t0 = now()
-                    flush()
-                    records.append(("_FlushSends", int(t0 * 1e6), int(now() * 1e6),
-                                    "_FlushSends = _FlushSends()", 0))
-                k, result = completions.get()
-            waiting -= 1
-            step = steps[k]
-            t0, lane = started.pop(k)
-            lanes[lane] = False
-            records.append((step.op.name, int(t0 * 1e6), int(now() * 1e6), labels[k], lane + 1))
-            try:
-                if isinstance(result, BaseException):
-                    raise result
-                step.store(vals, result)
-            except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
-                raise op_error(e, step.op) from e
-        left -= 1
-        for d in dependents[k]:
-            pending[d] -= 1
-            if pending[d] == 0:
-                ready.append(d)
+    def _finish(self, error):
+        with self.lock:
+            if self.finished:
+                return
+            self.finished = True
+        self.done(error)
 
 
 def _timeline_label(op):
     """TF1's timeline label of a node: ``"name = Type(input, ...)"`` (output 0 named by its op)."""
     inputs = ", ".join(t.op.name if t.value_index == 0 else t.name for t in op.inputs)
     return "%s = %s(%s)" % (op.name, op.type, inputs)
-
-
-def _complete(completions, k, result=None):
-    completions.put((k, result))
 
 
 def _compile(steps, base):

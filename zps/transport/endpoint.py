@@ -467,6 +467,10 @@ class Transport:
         except BlockingIOError:
             pass  # the pipe is full: the loop is already awake
 
+    def run_in_io_thread(self, fn):
+        """Call ``fn()`` on the I/O thread and return its result (e.g. to set thread state)."""
+        return self._call(fn)
+
     def _call(self, fn):
         """Run ``fn`` on the I/O thread and return its result (or raise its exception)."""
         future = concurrent.futures.Future()
