@@ -196,6 +196,7 @@ class Server:
             raise ValueError("Unsupported protocol %r: use 'grpc' (served by zps over ZeroMQ) or "
                              "'zps'" % (protocol,))
         self._cluster = cluster
+        self._device_addresses = {}   # device string -> address (address_of)
         self._task = Task(job_name, int(task_index))
         self._address = cluster.task_address(job_name, task_index)
         self._bind_address = bind_address
@@ -240,8 +241,14 @@ class Server:
         return {Task(job, i) for job, i, _ in self._cluster.tasks()}
 
     def address_of(self, task):
+        """The address of a Task, or of the task of a device string (cached: every _Send asks)."""
         if isinstance(task, str):
-            task = task_of_device(task, self._task)
+            address = self._device_addresses.get(task)
+            if address is None:
+                address = self.address_of(task_of_device(task, self._task))
+                if len(self._device_addresses) < 4096:
+                    self._device_addresses[task] = address
+            return address
         return self._cluster.task_address(task.job, task.index)
 
     def local_peer(self, address):
@@ -296,6 +303,7 @@ class Server:
             tasks[self._task.index] = address
         self._cluster = ClusterSpec(spec)
         self._address = address
+        self._device_addresses = {}
 
     def join(self):
         """Block until the server is stopped (TF1's ps tasks call this and never return)."""
