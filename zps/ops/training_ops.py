@@ -154,6 +154,9 @@ def _apply_sparse(ctx, refs, grad, indices, use_locking, update, *params):
         return arrays[0]
 
 
+_ONE_PIECE = 4096   # elements: arrays this small are updated without blocks or scratch
+
+
 def _blocked(ctx, update, arrays, *params):
     """Run ``update(xp, tmp, tmp2, *array_blocks, *params)`` over aligned blocks of ``arrays``.
 
@@ -162,7 +165,9 @@ def _blocked(ctx, update, arrays, *params):
     variables are stored contiguously) are updated in one piece with full-size scratch arrays.
     """
     xp = ctx.xp
-    if not all(a.flags.c_contiguous for a in arrays):
+    if arrays[0].size <= _ONE_PIECE or not all(a.flags.c_contiguous for a in arrays):
+        # Small (a scalar's update costs more in block bookkeeping than in arithmetic), or not
+        # C-contiguous (rare: variables are stored contiguously): updated in one piece.
         update(xp, xp.empty_like(arrays[0]), xp.empty_like(arrays[0]), *arrays, *params)
         return
     flat = [a.reshape(-1) for a in arrays]
