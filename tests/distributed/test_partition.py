@@ -3,7 +3,7 @@
 import numpy as np
 
 import zps as tf
-from zps.distributed.partition import Task, partition
+from zps.distributed.partition import Task, partition, streams_into_update
 from zps.testing.cluster import InProcessCluster
 
 WORKER, PS = Task("worker", 0), Task("ps", 0)
@@ -58,3 +58,30 @@ def test_training_with_the_moved_noop_gives_the_same_numbers():
                 for _ in range(3):
                     expected -= 0.1 * 2 * (expected - 3.0)
                 assert np.isclose(sess.run(w), expected) and sess.run(gs) == 3
+
+
+def _stream_ok(parts, task):
+    return {op.name: bool(op.get_attr("stream_ok") if "stream_ok" in op._attrs else False)
+            for op in parts[task].graph.get_operations() if op.type == "_Recv"}
+
+
+def test_recvs_read_only_by_an_in_place_update_may_take_a_tensor_while_it_streams():
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(tf.zeros([8]), name="v")
+            u = tf.Variable(tf.zeros([8]), name="u")
+        with tf.device("/job:worker/task:0"):
+            delta = tf.placeholder(tf.float32, [8])
+            twice = delta * 2.0
+        push = tf.assign_add(v, delta)                       # the Recv's only reader: streams
+        sgd = tf.train.GradientDescentOptimizer(0.5).apply_gradients([(twice, u)])
+        parts = partition([delta], [], [push.op, sgd], WORKER, [WORKER, PS])
+        with tf.device("/job:ps/task:0"):
+            also_read = tf.reduce_sum(twice)                 # a second reader: takes it whole
+        shared = partition([delta], [also_read], [sgd], WORKER, [WORKER, PS])
+    # The fed delta goes to the ps as a feed (checked by the worker service), `twice` by a Recv.
+    assert list(_stream_ok(parts, PS).values()) == [True]
+    assert list(_stream_ok(shared, PS).values()) == [False]
+    placeholders = [op.outputs[0] for op in parts[PS].graph.get_operations()
+                    if op.type == "Placeholder"]
+    assert [streams_into_update(t) for t in placeholders] == [True]

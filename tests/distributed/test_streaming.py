@@ -83,3 +83,36 @@ def test_a_step_failing_on_the_receiver_of_a_stream_fails_cleanly(cluster):
             np.testing.assert_array_equal(sess.run(v)[[0, -1]], [1.0, 1.0])
     after = _status(c.address("ps", 0))
     assert after["incarnation"] == before["incarnation"] and after["malformed"] == before["malformed"]
+
+
+def test_pushes_applied_while_they_stream_in_are_exact(cluster):
+    """Large gradients and deltas computed on the worker reach the ps by Send/Recv and are applied
+    as their chunks arrive (codec.Incoming); fed ones arrive in the RunGraph request, likewise."""
+    c, worker = cluster
+    rng = np.random.default_rng(2)
+    init = rng.standard_normal(N).astype(np.float32)
+    x = rng.standard_normal(N).astype(np.float32)
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(init, name="pushed")
+            w = tf.Variable(init, name="trained")
+        with tf.device("/job:worker/task:0"):
+            feed = tf.placeholder(tf.float32, [N])
+            delta = feed * 2.0                               # made on the worker: Send/Recv
+        push = tf.assign_add(v, delta).op
+        sub = tf.assign_sub(v, feed).op                      # fed straight to the ps
+        train = tf.train.GradientDescentOptimizer(0.5).apply_gradients([(delta, w)])
+        with tf.Session(worker.target) as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run([push, train], {feed: x})
+            sess.run(sub, {feed: x})
+            got_v, got_w = sess.run([tf.identity(v), tf.identity(w)])
+    expected_v = init
+    for _ in range(3):
+        expected_v = expected_v + x * np.float32(2.0)
+    np.testing.assert_array_equal(got_v, expected_v - x)
+    expected_w = init
+    for _ in range(3):
+        expected_w = expected_w - (x * np.float32(2.0)) * np.float32(0.5)
+    np.testing.assert_array_equal(got_w, expected_w)

@@ -212,6 +212,54 @@ def test_stalled_messages_expire():
     assert asm.feed(chunk(1, 0, MB, b"a" * MB)) is None   # a late chunk changes nothing
 
 
+# -- early delivery: a message given out at its head, its streamed tensors still arriving ----------
+def test_early_messages_come_at_their_head_and_fill_as_chunks_arrive():
+    asm = StreamAssembler(early=lambda msg: msg.method == "put")
+    msg = asm.feed(head(1, [["float32", [MB // 2], 0], ["int32", [2], 1]], method="put")
+                   + [np.array([4, 5], np.int32).tobytes()])
+    incoming, small = msg.tensors
+    assert isinstance(incoming, codec.Incoming) and incoming.shape == (MB // 2,)
+    assert small.tolist() == [4, 5]
+    done = []
+    incoming.when_complete(done.append)
+    ranges = incoming.ranges()
+    data = np.arange(MB // 2, dtype=np.float32)
+    raw = data.tobytes()
+    assert asm.feed(chunk(1, 0, 0, raw[:MB])) is None
+    assert next(ranges) == (0, MB // 4) and not done
+    assert asm.feed(chunk(1, 0, MB, raw[MB:])) is None    # the last chunk: delivered already
+    assert next(ranges) == (MB // 4, MB // 2) and next(ranges, "end") == "end"
+    assert len(done) == 1 and done[0] is incoming.array
+    np.testing.assert_array_equal(incoming.array, data)
+    assert asm.in_flight() == (0, 0)
+    late = []
+    incoming.when_complete(late.append)   # after the fact: at once
+    assert late == [incoming.array]
+    # Messages the predicate does not pick come whole, as before.
+    assert asm.feed(head(2, [["uint8", [MB], 0]], method="other")) is None
+    assert asm.feed(chunk(2, 0, 0, b"x" * MB)).tensors[0].shape == (MB,)
+
+
+@pytest.mark.parametrize("how", ["bad chunk", "stall"])
+def test_an_early_message_whose_stream_stops_fails_its_tensors(how):
+    asm = StreamAssembler(stall_timeout=5.0, early=lambda msg: True)
+    incoming = asm.feed(head(1, [["uint8", [2 * MB], 0]])).tensors[0]
+    assert asm.feed(chunk(1, 0, 0, b"a" * MB)) is None
+    done = []
+    incoming.when_complete(done.append)
+    if how == "bad chunk":
+        with pytest.raises(ProtocolError):
+            asm.feed(chunk(1, 0, 5, b"a"))
+    else:
+        assert [m.id for m in asm.expire(time.monotonic() + 6.0)] == [1]
+    assert len(done) == 1 and isinstance(done[0], ProtocolError)
+    with pytest.raises(ProtocolError, match="before all its tensors arrived"):
+        next(incoming.ranges())
+    incoming.fail(RuntimeError("later"))   # the first error stays
+    with pytest.raises(ProtocolError):
+        next(incoming.ranges())
+
+
 # -- received buffers are recycled ------------------------------------------------------------------
 def test_buffer_pool_gives_an_array_again_only_when_nothing_references_it():
     pool = codec.BufferPool(min_bytes=64, max_bytes=1200)

@@ -195,7 +195,34 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
     for op in targets:
         p = parts[task[op]]
         p.targets.append(p.mapped_ops[op].name)
+    for p in parts.values():
+        _mark_streamable(p)
     return parts
+
+
+# Ops that apply a value in place element by element, so they can start on the part of it that
+# has arrived (the input index of that value): a large push is applied while it streams in.
+STREAM_CONSUMERS = {"AssignAdd": 1, "AssignSub": 1, "ApplyGradientDescent": 2}
+
+
+def streams_into_update(t, fetched=()):
+    """Whether tensor ``t``'s only reader applies it in place on the host (a STREAM_CONSUMERS op),
+    so that it may be handed over while it still streams in (zps.transport.codec.Incoming)."""
+    if t.name in fetched:
+        return False
+    readers = t.consumers()
+    if len(readers) != 1 or "GPU" in readers[0].device:
+        return False
+    reader = readers[0]
+    return [i for i, x in enumerate(reader.inputs) if x is t] == [STREAM_CONSUMERS.get(reader.type)]
+
+
+def _mark_streamable(p):
+    """Mark the _Recvs whose tensor may be taken while it streams in (``stream_ok``)."""
+    fetched = {name for _, name in p.fetches}
+    for op in p.graph.get_operations():
+        if op.type == "_Recv" and streams_into_update(op.outputs[0], fetched):
+            op._attrs = dict(op._attrs, stream_ok=True)
 
 
 def _shape_attr(t):

@@ -45,6 +45,15 @@ def _env_int(name, default):
     return n
 
 
+def _deliver(value, callback, stream_ok):
+    if stream_ok or not getattr(value, "zps_streamed", False):
+        callback(value)
+    else:   # the whole tensor, once its last chunk is in (or the stream's error)
+        value.when_complete(lambda result: callback(
+            result if not isinstance(result, BaseException) else errors.AbortedError(
+                None, None, "a tensor streaming in stopped arriving: %s; retry the step" % result)))
+
+
 def _nbytes(value):
     n = getattr(value, "nbytes", None)
     return n if isinstance(n, int) else 64
@@ -157,10 +166,13 @@ class Rendezvous:
                     self._early_bytes += n
                     self._bound_early(step_id)
                 return
-        waiter(value)
+        _deliver(value, *waiter)
 
-    def recv(self, step_id, key, callback):
-        """Call ``callback(value)`` once ``key`` arrives (or ``callback(error)`` on abort)."""
+    def recv(self, step_id, key, callback, stream_ok=False):
+        """Call ``callback(value)`` once ``key`` arrives (or ``callback(error)`` on abort).
+
+        A tensor still streaming in (a ``codec.Incoming``) is handed over at once when
+        ``stream_ok``, else once all of it has arrived (or its stream failed)."""
         with self._lock:
             error = self._aborted.get(step_id)
             if error is None:
@@ -174,9 +186,12 @@ class Rendezvous:
                 else:
                     if key in box.waiters:
                         raise ValueError("two receivers for %r in step %d" % (key, step_id))
-                    box.waiters[key] = callback
+                    box.waiters[key] = (callback, stream_ok)
                     return
-        callback(error if error is not None else value)
+        if error is not None:
+            callback(error)
+        else:
+            _deliver(value, callback, stream_ok)
 
     def abort(self, step_id, error):
         """Fail every waiter of the step with ``error`` and drop anything sent to it later."""
@@ -184,8 +199,8 @@ class Rendezvous:
             self._remember_aborted(step_id, error)
             box = self._forget(step_id)
         if box is not None:
-            for waiter in box.waiters.values():
-                waiter(error)
+            for callback, _ in box.waiters.values():
+                callback(error)
 
     def cleanup(self, step_id):
         """Forget a finished step's mailbox."""

@@ -30,7 +30,7 @@ from zps.ops import array_ops
 from zps.runtime import threads
 from zps.runtime.executor import light_thread
 from zps.runtime.resources import ResourceManager
-from zps.transport import endpoint, security
+from zps.transport import endpoint, protocol, security
 
 log = logging.getLogger("zps.server")
 _bad_tensors_log = endpoint.LogLimiter(log)   # one peer's bad Tensors cannot flood the log
@@ -153,10 +153,12 @@ class PeerHeartbeats:
             entry[1], entry[2] = True, time.monotonic()
             if incarnation is not None:
                 entry[3] = incarnation
-        if incarnation is not None and known is not None and incarnation != known:
+            restarted = incarnation is not None and known is not None and incarnation != known
+            if restarted:   # with the state change: whoever sees it up sees the epoch bumped
+                self._server.task_failed(task)
+        if restarted:
             log.warning("%s: task %s at %s restarted (incarnation %s, was %s)", self._server.task,
                         task, address, incarnation, known)
-            self._server.task_failed(task)
         elif not was_up and seen_before is not None:
             log.info("%s: task %s at %s is up again", self._server.task, task, address)
 
@@ -165,9 +167,10 @@ class PeerHeartbeats:
             entry = self._peers[address]
             task, was_up = entry[0], entry[1]
             entry[1] = False
+            if was_up:   # with the state change: whoever sees it down sees the epoch bumped
+                self._server.task_failed(task)
         if was_up:
             log.warning("%s: task %s at %s is down: %s", self._server.task, task, address, exc)
-            self._server.task_failed(task)
 
 
 class Server:
@@ -273,7 +276,8 @@ class Server:
             # Receive limits: ZPS_MAX_{HEADER,TENSOR,MESSAGE}_BYTES (zps.transport.security).
             self._bound = self.transport.bind(self._address, self._handle,
                                               limits=security.receive_limits_from_env(),
-                                              bind_address=self._bind_address)
+                                              bind_address=self._bind_address,
+                                              early=_tensors_early)
         except endpoint.BindError as e:
             self.pool.shutdown(wait=False)
             raise errors.UnavailableError(
@@ -374,6 +378,11 @@ class Server:
                 responder.error(errors.UNIMPLEMENTED, "unknown method %r" % msg.method)
             return
         if responder is None:
+            return
+        if msg.method == "RunGraph" and any(getattr(t, "zps_streamed", False)
+                                            for t in msg.tensors):
+            # Feeds still streaming in (_tensors_early): the step waits for them on the pool.
+            self.pool.submit(self._serve, handler, body, msg.tensors, responder)
             return
         if msg.method == "RunGraph":
             # Partitions start right here, on the I/O thread: one that cannot wait (a ps reading
@@ -547,6 +556,14 @@ class Server:
         "RunStep": _rpc_run_step,
         "Status": _rpc_status,
     }
+
+
+def _tensors_early(msg):
+    """Tensors messages and RunGraph requests are handled at their head: a large tensor whose
+    reader applies it in place (a push) is applied chunk by chunk as it arrives (codec.Incoming);
+    other readers wait for all of it."""
+    return msg.method == "Tensors" and msg.kind == protocol.ONEWAY or \
+        msg.method == "RunGraph" and msg.kind == protocol.REQUEST
 
 
 def _field(body, name, kind):

@@ -15,8 +15,9 @@ def _send_kernel(ctx, value, key, dst):
     ctx.extras["send"](dst, key, value)
 
 
-def _recv_kernel(ctx, done, key, src, dtype, shape):
-    ctx.extras["recv"](src, key, done)
+def _recv_kernel(ctx, done, key, src, dtype, shape, stream_ok=False):
+    # stream_ok: the reader takes a large tensor while it streams in (partition._mark_streamable)
+    ctx.extras["recv"](src, key, done, stream_ok)
 
 
 register_op("_Send", kernel=_send_kernel, num_outputs=0, stateful=True, grad=None)

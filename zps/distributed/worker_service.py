@@ -15,7 +15,7 @@ import itertools
 import os
 import threading
 
-from zps.distributed.partition import task_of_device
+from zps.distributed.partition import streams_into_update, task_of_device
 from zps.distributed.rendezvous import ABORTED_MEMORY
 from zps.framework import errors
 from zps.runtime.executor import Plan, StepContext
@@ -29,12 +29,14 @@ MAX_REGISTERED_GRAPHS = 4096
 
 
 class _Registered:
-    __slots__ = ("plan", "feed_names", "fetch_names")
+    __slots__ = ("plan", "feed_names", "fetch_names", "stream_feeds")
 
-    def __init__(self, plan, feed_names, fetch_names):
+    def __init__(self, plan, feed_names, fetch_names, stream_feeds):
         self.plan = plan
         self.feed_names = feed_names
         self.fetch_names = fetch_names
+        # Feeds whose only reader applies them in place: taken while they still stream in.
+        self.stream_feeds = stream_feeds
 
 
 class WorkerService:
@@ -57,9 +59,12 @@ class WorkerService:
         fetches = [graph.get_tensor_by_name(n) for n in fetch_names]
         targets = [graph.get_operation_by_name(n) for n in target_names]
         plan = Plan(feeds, fetches, targets, placement_check=self._check_device)
+        fetched = {t.name for t in fetches}
+        stream_feeds = frozenset(i for i, t in enumerate(feeds) if streams_into_update(t, fetched))
         handle = "%s/%d" % (self._server.incarnation, next(_handles))
         with self._lock:
-            self._graphs[handle] = _Registered(plan, list(feed_names), list(fetch_names))
+            self._graphs[handle] = _Registered(plan, list(feed_names), list(fetch_names),
+                                               stream_feeds)
             while len(self._graphs) > self.max_graphs:
                 self._graphs.popitem(last=False)
                 self.graphs_evicted += 1
@@ -89,6 +94,7 @@ class WorkerService:
         """
         reg, ctx, finish = self._begin(handle, step_id)
         try:
+            feed_values = _whole_feeds(feed_values, reg.stream_feeds)
             values = reg.plan.run(ctx, feed_values, join, trace)
         finally:
             finish()
@@ -134,7 +140,8 @@ class WorkerService:
         rendezvous = self._server.rendezvous
         ctx = StepContext(self._server.resources, step_id=step_id, extras={
             "send": outbox.send,
-            "recv": lambda src, key, done: rendezvous.recv(step_id, key, done),
+            "recv": lambda src, key, done, stream_ok=False: rendezvous.recv(step_id, key, done,
+                                                                            stream_ok),
             "flush": outbox.flush,
         })
         rendezvous.begin(step_id)   # tensors that arrived early are this step's, not bounded
@@ -173,6 +180,20 @@ class WorkerService:
             steps = list(self._running)
         for step_id in steps:
             self.abort_step(step_id, error)
+
+
+def _whole_feeds(values, stream_feeds):
+    """Feeds still streaming in (codec.Incoming), waited for unless their reader takes them as
+    they arrive (this thread blocks: run_graph of such a step runs on the pool)."""
+    out = list(values)
+    for i, v in enumerate(out):
+        if getattr(v, "zps_streamed", False) and i not in stream_feeds:
+            try:
+                out[i] = v.wait()
+            except Exception as e:  # noqa: BLE001 - the stream's failure
+                raise errors.AbortedError(None, None, "feed %d of the step stopped streaming in: "
+                                          "%s; retry the step" % (i, e)) from e
+    return out
 
 
 # A send at least this large goes out at once (with what is batched for its destination), so

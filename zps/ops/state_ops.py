@@ -5,6 +5,8 @@ ops that update it receive the container (``ref_inputs``), every other consumer 
 Updates hold the container's lock, so concurrent ``assign_add``s from many sessions are exact.
 """
 
+import contextlib
+
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
@@ -75,8 +77,10 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
                    use_locking=bool(use_locking))
 
 
-def _update_kernel(what, fn):
+def _update_kernel(what, fn, undo):
     def kernel(ctx, ref, value, use_locking):
+        if getattr(value, "zps_streamed", False):   # a large push still arriving
+            return apply_streamed(ctx, ref, value, ref.lock, fn, undo, what)
         with ref.lock:
             current = ref.read()
             if current.shape != value.shape and value.size != 1:
@@ -86,12 +90,63 @@ def _update_kernel(what, fn):
     return kernel
 
 
-register_op("AssignAdd", shape=same_shape,
-            kernel=_update_kernel("AssignAdd", lambda cur, v: np.add(cur, v, out=cur)),
+def _add(cur, v):
+    np.add(cur, v, out=cur)
+
+
+def _subtract(cur, v):
+    np.subtract(cur, v, out=cur)
+
+
+register_op("AssignAdd", shape=same_shape, kernel=_update_kernel("AssignAdd", _add, _subtract),
             stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
-register_op("AssignSub", shape=same_shape,
-            kernel=_update_kernel("AssignSub", lambda cur, v: np.subtract(cur, v, out=cur)),
+register_op("AssignSub", shape=same_shape, kernel=_update_kernel("AssignSub", _subtract, _add),
             stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
+
+
+def apply_streamed(ctx, ref, incoming, lock, apply, undo, what):
+    """Apply a value streaming in (a ``zps.transport.codec.Incoming``) to variable ``ref`` range
+    by range as it arrives, so that a large push is applied while it travels instead of after.
+
+    ``apply(var_part, value_part)`` updates flat slices in place, under ``lock`` (None: unlocked,
+    as TF1's updates without ``use_locking``), taken per range so that concurrent updates
+    interleave without losing any. If the stream stops before its end (the sender died, the step
+    was cancelled), ``undo`` reverts the ranges applied -- the step leaves the variable as it found
+    it, up to float rounding -- and the step fails with AbortedError (retryable). Returns the
+    variable's value.
+    """
+    guard = lock if lock is not None else contextlib.nullcontext()
+    with guard:
+        current = ref.read()
+        if current.shape != incoming.shape:
+            _check_update_shape(ref, incoming, what)
+    if not current.flags.c_contiguous:   # no flat view to update in place: take it whole
+        incoming.wait()
+        with guard:
+            current = ref.read()
+            apply(current, incoming.array)
+            return current
+    value = incoming.array.reshape(-1)
+    applied = 0
+    forget = ctx.on_cancel(incoming.fail)
+    try:
+        for start, stop in incoming.ranges():
+            with guard:
+                apply(ref.read().reshape(-1)[start:stop], value[start:stop])
+            applied = stop
+    except BaseException as e:
+        if applied:
+            with guard:
+                undo(ref.read().reshape(-1)[:applied], value[:applied])
+        if isinstance(e, errors.OpError):
+            raise
+        raise errors.AbortedError(
+            None, None, "%s of variable %s: the value streaming in from another task stopped "
+            "after %d of %d elements (%s); the part applied was undone; retry the step"
+            % (what, ref.name, applied, incoming.size, e)) from e
+    finally:
+        forget()
+    return ref.read()
 
 
 def assign_add(ref, value, use_locking=None, name=None):

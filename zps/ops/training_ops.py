@@ -31,7 +31,7 @@ from zps.framework.graph import convert_to_tensor, is_symbolic
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape
 from zps.ops.op_util import make_op
-from zps.ops.state_ops import _ref_tensor
+from zps.ops.state_ops import _ref_tensor, apply_streamed
 
 # Elements per block of a dense update, per backend: 64K float32 (256 KB per operand) keeps the
 # variable, its slots, the gradient and the scratch block in L2. Backends not listed (GPUs)
@@ -245,6 +245,11 @@ def _gd_update(xp, tmp, tmp2, w, g, alpha):
 
 def _apply_gradient_descent_kernel(ctx, var, alpha, delta, use_locking):
     _check_scalars(alpha=alpha)
+    if getattr(delta, "zps_streamed", False):   # a large gradient still arriving
+        return apply_streamed(ctx, var, delta, var.lock if use_locking else None,
+                              lambda w, g: _gd_update(ctx.xp, ctx.xp.empty_like(g), None, w, g,
+                                                      alpha),
+                              lambda w, g: w.__iadd__(g * alpha), "ApplyGradientDescent")
     return _apply_dense(ctx, (var,), delta, use_locking, _gd_update, alpha)
 
 

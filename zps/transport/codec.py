@@ -377,10 +377,84 @@ def byte_view(arr):
     return memoryview(arr.reshape(-1).view(np.uint8))
 
 
+class Incoming:
+    """A streamed tensor still arriving: its array fills chunk by chunk, in order.
+
+    Given to consumers that can work on the part that has arrived (an in-place add applying a
+    large push while it streams in: ``ranges``); the others wait for all of it
+    (``when_complete``). If the stream stops (malformed chunk, stalled sender) or a consumer gives
+    up (``fail``), waiters get the error.
+    """
+
+    zps_streamed = True
+
+    def __init__(self, array):
+        self.array = array
+        self.shape, self.dtype, self.size, self.nbytes = array.shape, array.dtype, array.size, \
+            array.nbytes
+        self._received = 0
+        self._error = None
+        self._cond = threading.Condition()
+        self._callbacks = []
+
+    def _advance(self, received):
+        """The assembler: the first ``received`` bytes are in place."""
+        with self._cond:
+            self._received = received
+            self._cond.notify_all()
+            callbacks = []
+            if received >= self.nbytes:
+                callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(self.array)
+
+    def fail(self, error):
+        """End the stream with ``error`` (no-op once complete or failed)."""
+        with self._cond:
+            if self._error is not None or self._received >= self.nbytes:
+                return
+            self._error = error
+            self._cond.notify_all()
+            callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(error)
+
+    def when_complete(self, callback):
+        """Call ``callback(array)`` once all of it arrived, or ``callback(error)``; at once if
+        that already happened."""
+        with self._cond:
+            if self._error is None and self._received < self.nbytes:
+                self._callbacks.append(callback)
+                return
+            result = self._error if self._error is not None else self.array
+        callback(result)
+
+    def wait(self):
+        """Block until all of it has arrived; returns the array (raises the stream's error)."""
+        for _ in self.ranges():
+            pass
+        return self.array
+
+    def ranges(self):
+        """Yield ``(start, stop)`` element ranges of the flattened array as they arrive, in
+        order, until all of it has; raises the stream's error if it stops first."""
+        itemsize = self.dtype.itemsize
+        done = 0
+        while done < self.size:
+            with self._cond:
+                while self._error is None and self._received // itemsize <= done:
+                    self._cond.wait()
+                if self._error is not None:
+                    raise self._error
+                ready = self._received // itemsize
+            yield done, ready
+            done = ready
+
+
 class _Partial:
     """A streamed message whose chunks are still arriving."""
 
-    __slots__ = ("msg", "pending", "nbytes", "last")
+    __slots__ = ("msg", "pending", "nbytes", "last", "incoming")
 
     def __init__(self, msg, streams):
         self.msg = msg
@@ -388,6 +462,7 @@ class _Partial:
         self.pending = {i: [byte_view(arr), 0] for i, arr in streams}
         self.nbytes = sum(v[0].nbytes for v in self.pending.values())
         self.last = time.monotonic()
+        self.incoming = None   # tensor index -> Incoming, when the message was delivered early
 
 
 class StreamAssembler:
@@ -402,9 +477,13 @@ class StreamAssembler:
     Late chunks of a dropped message are ignored.
     """
 
-    def __init__(self, limits=DEFAULT_LIMITS, stall_timeout=protocol.STREAM_STALL_S):
+    def __init__(self, limits=DEFAULT_LIMITS, stall_timeout=protocol.STREAM_STALL_S, early=None):
+        """``early(message)``: whether a streamed message is returned at once, its streamed
+        tensors as :class:`Incoming` that fill as their chunks arrive (its last chunk then
+        returns None), instead of with its last chunk."""
         self.limits = limits
         self.stall_timeout = float(stall_timeout)
+        self.early = early
         self._partials = {}   # (source, message id) -> _Partial
         self._bytes = 0
         self.dropped = 0      # partial messages dropped (malformed chunk, stalled, replaced)
@@ -430,7 +509,12 @@ class StreamAssembler:
                                                         self.limits.max_message_bytes))
         self._partials[key] = partial
         self._bytes += partial.nbytes
-        return None
+        if self.early is None or not self.early(msg):
+            return None
+        partial.incoming = {}
+        for i, arr in streams:
+            partial.incoming[i] = msg.tensors[i] = Incoming(arr)
+        return msg
 
     def _chunk(self, header, frames, source):
         key = (source, header["id"])
@@ -457,6 +541,8 @@ class StreamAssembler:
             offset += d.nbytes
         partial.last = time.monotonic()
         entry[1] = received = received + n
+        if partial.incoming is not None:
+            partial.incoming[index]._advance(received)
         if received < view.nbytes:
             return None
         del partial.pending[index]
@@ -464,7 +550,7 @@ class StreamAssembler:
             return None
         del self._partials[key]
         self._bytes -= partial.nbytes
-        return partial.msg
+        return partial.msg if partial.incoming is None else None   # else delivered at its head
 
     def expire(self, now=None):
         """Drop the partial messages silent for ``stall_timeout``; returns their Messages."""
@@ -472,16 +558,20 @@ class StreamAssembler:
             return []
         now = time.monotonic() if now is None else now
         stalled = [k for k, p in self._partials.items() if now - p.last > self.stall_timeout]
-        return [self._drop(k) for k in stalled]
+        return [self._drop(k, "dropped: it stalled for %.0f s" % self.stall_timeout)
+                for k in stalled]
 
     def in_flight(self):
         """``(messages, bytes)`` still streaming."""
         return len(self._partials), self._bytes
 
-    def _drop(self, key):
+    def _drop(self, key, reason="dropped"):
         partial = self._partials.pop(key)
         self._bytes -= partial.nbytes
         self.dropped += 1
+        for incoming in (partial.incoming or {}).values():
+            incoming.fail(ProtocolError("streamed message %d was %s before all its tensors "
+                                        "arrived" % (partial.msg.id, reason)))
         return partial.msg
 
 

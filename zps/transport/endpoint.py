@@ -286,7 +286,7 @@ class Responder:
 class BoundSocket:
     """A ROUTER bound at ``address`` whose requests go to ``handler(message, responder)``."""
 
-    def __init__(self, transport, socket, address, handler, limits, port=None):
+    def __init__(self, transport, socket, address, handler, limits, port=None, early=None):
         self.transport = transport
         self.socket = socket
         self.address = address
@@ -294,7 +294,8 @@ class BoundSocket:
         self.handler = handler
         self.limits = limits
         self.stats = Stats()
-        self.assembler = codec.StreamAssembler(limits)   # requests whose tensors still stream in
+        # requests whose tensors still stream in (``early``: see codec.StreamAssembler)
+        self.assembler = codec.StreamAssembler(limits, early=early)
         self.current = (b"", ())   # (identity, frames) of the message being handled: peer()
 
     def peer(self):
@@ -376,21 +377,23 @@ class Transport:
         self._thread.start()
 
     # -- public API (any thread) -----------------------------------------------------------------
-    def bind(self, address, handler, limits=None, bind_address=None):
+    def bind(self, address, handler, limits=None, bind_address=None, early=None):
         """Bind a ROUTER at ``address`` (``host:port``; port 0 picks a free one).
 
         ``bind_address`` binds another local address than the advertised one (e.g. 0.0.0.0 in a
         container whose service name is not a local interface). Returns a BoundSocket whose
         ``address`` is the actual ``host:port``. ``handler(message, responder)`` runs on the I/O
         thread, so it must not block: long work goes to a pool that answers through
-        ``responder`` (None for one-way messages). Raises BindError naming the address.
+        ``responder`` (None for one-way messages). ``early(message)``: whether a streamed
+        message goes to the handler at its head, its large tensors still arriving
+        (codec.StreamAssembler). Raises BindError naming the address.
         """
         local_port = (bind_address or address).rpartition(":")[2]
         deadline = time.monotonic() + RELEASE_WAIT_S
         while True:
             try:
                 return self._call(lambda: self._bind(address, handler, limits or codec.DEFAULT_LIMITS,
-                                                     bind_address))
+                                                     bind_address, early))
             except _AddressInUseError:
                 # ZeroMQ closes a listener asynchronously: a port this transport just released
                 # may still be held for a moment. Any other port in use is an error at once.
@@ -764,7 +767,7 @@ class Transport:
             for entry in pending:
                 _set_exception(entry[0], err)
 
-    def _bind(self, address, handler, limits, bind_address):
+    def _bind(self, address, handler, limits, bind_address, early=None):
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
             raise BindError("address %r must look like host:port" % address)
@@ -795,7 +798,7 @@ class Transport:
         endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
         actual_port = endpoint.rsplit(":", 1)[1]
         advertised = "%s:%s" % (host, actual_port if port == "0" else port)
-        bound = BoundSocket(self, sock, advertised, handler, limits, port=actual_port)
+        bound = BoundSocket(self, sock, advertised, handler, limits, port=actual_port, early=early)
         self._bound[advertised] = bound
         self._sockets[sock] = bound
         self._poller.register(sock, zmq.POLLIN)
