@@ -37,12 +37,14 @@ def _arriving(data):
 
 
 def _deliver(incoming, data, upto, parts=4):
-    """Copy ``data`` in ``parts`` pieces up to element ``upto``, announcing each."""
+    """Hand ``data`` over as the assembler would, in ``parts`` pieces, up to element ``upto``."""
     step = len(data) // parts
-    raw, dst = data.view(np.uint8), incoming.array.view(np.uint8)
-    for stop in range(step, upto + 1, step):
-        dst[:stop * data.itemsize] = raw[:stop * data.itemsize]
-        incoming._advance(stop * data.itemsize)
+    raw, dst = memoryview(data.view(np.uint8)), memoryview(incoming.array.view(np.uint8))
+    start = incoming._received // data.itemsize
+    for stop in range(start + step, upto + 1, step):
+        incoming._take(start * data.itemsize,
+                       [raw[start * data.itemsize:stop * data.itemsize]], dst)
+        start = stop
         time.sleep(0.01)
 
 

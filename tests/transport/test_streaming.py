@@ -226,9 +226,9 @@ def test_early_messages_come_at_their_head_and_fill_as_chunks_arrive():
     data = np.arange(MB // 2, dtype=np.float32)
     raw = data.tobytes()
     assert asm.feed(chunk(1, 0, 0, raw[:MB])) is None
-    assert next(ranges) == (0, MB // 4) and not done
+    assert next(ranges)[:2] == (0, MB // 4) and not done
     assert asm.feed(chunk(1, 0, MB, raw[MB:])) is None    # the last chunk: delivered already
-    assert next(ranges) == (MB // 4, MB // 2) and next(ranges, "end") == "end"
+    assert next(ranges)[:2] == (MB // 4, MB // 2) and next(ranges, "end") == "end"
     assert len(done) == 1 and done[0] is incoming.array
     np.testing.assert_array_equal(incoming.array, data)
     assert asm.in_flight() == (0, 0)
@@ -238,6 +238,23 @@ def test_early_messages_come_at_their_head_and_fill_as_chunks_arrive():
     # Messages the predicate does not pick come whole, as before.
     assert asm.feed(head(2, [["uint8", [MB], 0]], method="other")) is None
     assert asm.feed(chunk(2, 0, 0, b"x" * MB)).tensors[0].shape == (MB,)
+
+
+def test_a_claimed_incoming_is_read_from_the_received_frames_without_a_copy():
+    asm = StreamAssembler(early=lambda msg: True)
+    incoming = asm.feed(head(1, [["float32", [MB // 2], 0]])).tensors[0]
+    data = np.arange(MB // 2, dtype=np.float32)
+    raw = data.tobytes()
+    incoming.array[:] = -1.0
+    assert asm.feed(chunk(1, 0, 0, raw[:MB])) is None    # before the claim: copied
+    incoming.claim()
+    assert asm.feed(chunk(1, 0, MB, raw[MB:])) is None   # after: kept as received
+    got = list(incoming.ranges())
+    assert [(a, b) for a, b, _ in got] == [(0, MB // 4), (MB // 4, MB // 2)]
+    np.testing.assert_array_equal(np.concatenate([v for _, _, v in got]), data)
+    assert (incoming.array[MB // 4:] == -1.0).all()        # never copied into the array
+    with pytest.raises(RuntimeError, match="claimed"):
+        incoming.when_complete(print)
 
 
 @pytest.mark.parametrize("how", ["bad chunk", "stall"])

@@ -126,24 +126,25 @@ def apply_streamed(ctx, ref, incoming, lock, apply, undo, what):
             current = ref.read()
             apply(current, incoming.array)
             return current
-    value = incoming.array.reshape(-1)
-    applied = 0
+    incoming.claim()   # the chunks are added straight from the received frames: no copy
+    applied = []       # (start, stop, values) applied so far, to undo if the rest never comes
     forget = ctx.on_cancel(incoming.fail)
     try:
-        for start, stop in incoming.ranges():
+        for start, stop, values in incoming.ranges():
             with guard:
-                apply(ref.read().reshape(-1)[start:stop], value[start:stop])
-            applied = stop
+                apply(ref.read().reshape(-1)[start:stop], values)
+            applied.append((start, stop, values))
     except BaseException as e:
-        if applied:
-            with guard:
-                undo(ref.read().reshape(-1)[:applied], value[:applied])
+        with guard:
+            flat = ref.read().reshape(-1)
+            for start, stop, values in applied:
+                undo(flat[start:stop], values)
         if isinstance(e, errors.OpError):
             raise
         raise errors.AbortedError(
             None, None, "%s of variable %s: the value streaming in from another task stopped "
             "after %d of %d elements (%s); the part applied was undone; retry the step"
-            % (what, ref.name, applied, incoming.size, e)) from e
+            % (what, ref.name, applied[-1][1] if applied else 0, incoming.size, e)) from e
     finally:
         forget()
     return ref.read()

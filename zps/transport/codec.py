@@ -378,12 +378,13 @@ def byte_view(arr):
 
 
 class Incoming:
-    """A streamed tensor still arriving: its array fills chunk by chunk, in order.
+    """A streamed tensor still arriving, in order, chunk by chunk.
 
     Given to consumers that can work on the part that has arrived (an in-place add applying a
-    large push while it streams in: ``ranges``); the others wait for all of it
-    (``when_complete``). If the stream stops (malformed chunk, stalled sender) or a consumer gives
-    up (``fail``), waiters get the error.
+    large push while it streams in); the others wait for all of it (``when_complete``, ``wait``).
+    A consumer that ``claim``s it takes the chunks that arrive from then on straight from the
+    received frames, which are not copied into ``array`` (``ranges``). If the stream stops
+    (malformed chunk, stalled sender) or a consumer gives up (``fail``), waiters get the error.
     """
 
     zps_streamed = True
@@ -392,18 +393,31 @@ class Incoming:
         self.array = array
         self.shape, self.dtype, self.size, self.nbytes = array.shape, array.dtype, array.size, \
             array.nbytes
-        self._received = 0
+        self._received = 0      # bytes arrived
+        self._copied = 0        # bytes of them copied into ``array`` (all, unless claimed)
+        self._claimed = False
+        self._parts = collections.deque()   # (first element, frame data) arrived since the claim
         self._error = None
         self._cond = threading.Condition()
         self._callbacks = []
 
-    def _advance(self, received):
-        """The assembler: the first ``received`` bytes are in place."""
+    def _take(self, offset, datas, view):
+        """The assembler: byte buffers ``datas`` continue the tensor at byte ``offset``."""
         with self._cond:
-            self._received = received
+            if self._claimed:
+                itemsize = self.dtype.itemsize
+                for d in datas:
+                    self._parts.append((offset // itemsize, np.frombuffer(d, self.dtype)))
+                    offset += d.nbytes
+            else:
+                for d in datas:
+                    view[offset:offset + d.nbytes] = d
+                    offset += d.nbytes
+                self._copied = offset
+            self._received = offset
             self._cond.notify_all()
             callbacks = []
-            if received >= self.nbytes:
+            if offset >= self.nbytes:
                 callbacks, self._callbacks = self._callbacks, []
         for cb in callbacks:
             cb(self.array)
@@ -421,8 +435,10 @@ class Incoming:
 
     def when_complete(self, callback):
         """Call ``callback(array)`` once all of it arrived, or ``callback(error)``; at once if
-        that already happened."""
+        that already happened. Not for a claimed tensor (its array is not filled)."""
         with self._cond:
+            if self._claimed:
+                raise RuntimeError("a claimed Incoming is read through ranges()")
             if self._error is None and self._received < self.nbytes:
                 self._callbacks.append(callback)
                 return
@@ -431,24 +447,40 @@ class Incoming:
 
     def wait(self):
         """Block until all of it has arrived; returns the array (raises the stream's error)."""
-        for _ in self.ranges():
-            pass
-        return self.array
+        done = threading.Event()
+        result = []
+        self.when_complete(lambda r: (result.append(r), done.set()))
+        done.wait()
+        if isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0]
+
+    def claim(self):
+        """Read it through ``ranges`` only: chunks from now on are not copied into ``array``."""
+        with self._cond:
+            self._claimed = True
 
     def ranges(self):
-        """Yield ``(start, stop)`` element ranges of the flattened array as they arrive, in
-        order, until all of it has; raises the stream's error if it stops first."""
+        """Yield ``(start, stop, values)`` for consecutive element ranges of the flattened tensor
+        as they arrive, until all of it has (``values``: a flat read-only array of those
+        elements); raises the stream's error if it stops first."""
         itemsize = self.dtype.itemsize
+        flat = self.array.reshape(-1)
         done = 0
         while done < self.size:
             with self._cond:
-                while self._error is None and self._received // itemsize <= done:
+                while self._error is None and self._copied // itemsize <= done \
+                        and not self._parts:
                     self._cond.wait()
                 if self._error is not None:
                     raise self._error
-                ready = self._received // itemsize
-            yield done, ready
-            done = ready
+                if self._copied // itemsize > done:
+                    start, stop, values = done, self._copied // itemsize, None
+                else:
+                    start, values = self._parts.popleft()
+                    stop = start + values.size
+            yield start, stop, flat[start:stop] if values is None else values
+            done = stop
 
 
 class _Partial:
@@ -536,13 +568,14 @@ class StreamAssembler:
             raise _dropped(partial.msg.kind, partial.msg.id, "chunk of %d bytes at offset %d does "
                            "not continue tensor %d of message %d (%d of %d bytes received)"
                            % (n, offset, index, partial.msg.id, received, view.nbytes))
-        for d in data:
-            view[offset:offset + d.nbytes] = d
-            offset += d.nbytes
+        if partial.incoming is not None:
+            partial.incoming[index]._take(offset, data, view)
+        else:
+            for d in data:
+                view[offset:offset + d.nbytes] = d
+                offset += d.nbytes
         partial.last = time.monotonic()
         entry[1] = received = received + n
-        if partial.incoming is not None:
-            partial.incoming[index]._advance(received)
         if received < view.nbytes:
             return None
         del partial.pending[index]
