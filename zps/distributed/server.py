@@ -28,7 +28,7 @@ from zps.framework import errors
 from zps.framework.graph import Graph
 from zps.ops import array_ops
 from zps.runtime import threads
-from zps.runtime.executor import light_thread
+from zps.runtime.executor import batched, light_thread
 from zps.runtime.resources import ResourceManager
 from zps.transport import endpoint, protocol, security
 
@@ -414,12 +414,15 @@ class Server:
                     "(task %.80s) was dropped: %s" % (step, self._task, peer, body.get("from"),
                                                       reason)))
             return
-        for key, value in zip(keys, tensors):
-            try:
-                self.rendezvous.put(step, key, value)
-            except ValueError as e:
-                peer = self._bound.peer() if self._bound is not None else "a peer"
-                _bad_tensors_log.warning(peer, "%s: %s (from %s)", self._task, e, peer)
+        def put_all():
+            for key, value in zip(keys, tensors):
+                try:
+                    self.rendezvous.put(step, key, value)
+                except ValueError as e:
+                    peer = self._bound.peer() if self._bound is not None else "a peer"
+                    _bad_tensors_log.warning(peer, "%s: %s (from %s)", self._task, e, peer)
+
+        batched(put_all)   # the step waiting for these tensors continues once, after all are in
 
     def _serve(self, handler, body, tensors, responder):
         try:

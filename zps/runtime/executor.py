@@ -350,17 +350,38 @@ _light = threading.local()
 
 
 def _inline_kind(step, gpu):
-    opdef = step.op.op_def
+    op = step.op
+    opdef = op.op_def
     if gpu or (opdef.stateful and opdef.type not in INLINE_STATEFUL
                and not opdef.type.startswith(("Apply", "SparseApply"))):
         return _NEVER   # a GPU plan's kernels run on the threads that own its devices
-    return _ALWAYS if opdef.type in ("_Recv", "NoOp") else _SMALL
+    if opdef.type in ("_Recv", "NoOp"):
+        return _ALWAYS
+    # Inputs whose static shapes say they are small need no check when the op runs.
+    nbytes = 0
+    for i, t in enumerate(op.inputs):
+        if i in step.deref or i in opdef.ref_inputs:
+            continue
+        shape = t.get_shape()
+        if not shape.is_fully_defined():
+            return _SMALL
+        nbytes += shape.num_elements() * (t.dtype.base_dtype.size or 8)
+    return _ALWAYS if nbytes <= INLINE_BYTES else _SMALL
 
 
 def light_thread():
     """Mark the calling thread light: completions it delivers run cheap ops inline (above)."""
     _light.deferred = collections.deque()
     _light.depth = 0
+
+
+def batched(fn):
+    """Call ``fn()``; on a light thread, the steps it completes continue after it returns, each
+    once (a message delivering many tensors to one step runs that step once, not per tensor)."""
+    if _light_state() is None:
+        fn()
+    else:
+        _on_light_thread(fn)
 
 
 def _light_state():
