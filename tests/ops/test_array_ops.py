@@ -557,3 +557,19 @@ def test_second_derivative_through_getitem_and_stack():
         h = [tf.gradients(g[i], [x])[0] for i in range(3)]
         out = _run(h, {x: [1.0, 2.0, 3.0]})
     np.testing.assert_allclose(out, [[0, 1, 0], [1, 0, 0], [0, 0, 18]])
+
+
+@pytest.mark.parametrize("distinct, total", [(4088, 4096), (4096, 4096), (64, 4096), (3, 5)])
+def test_unsorted_segment_sum_of_rows_matches_add_at(distinct, total):
+    """Both row-summing strategies (mostly distinct ids: place and add the repeats; many repeats:
+    sorted reduceat) give numpy's add.at (up to summation order), negative ids dropped as in TF1."""
+    rng = np.random.default_rng(distinct)
+    ids = np.concatenate([rng.permutation(distinct), rng.integers(-1, distinct, total - distinct)])
+    rng.shuffle(ids)
+    values = rng.standard_normal((total, 16)).astype(np.float32)
+    expected = np.zeros((distinct, 16), np.float32)
+    keep = ids >= 0
+    np.add.at(expected, ids[keep], values[keep])
+    with tf.Graph().as_default():
+        got = tf.Session().run(tf.unsorted_segment_sum(values, ids, distinct))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)   # float32 sum order

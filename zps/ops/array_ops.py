@@ -1456,9 +1456,20 @@ def _segment_sum_kernel(ctx, values, ids, num_segments):
             order, sorted_ids = order[keep:], sorted_ids[keep:]
             if not sorted_ids.size:
                 return out
-        starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-        rows = values.reshape((flat.size,) + row).take(order, axis=0)
-        out[sorted_ids[starts]] = np.add.reduceat(rows, starts, axis=0)
+        first = np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1]))
+        values = values.reshape((flat.size,) + row)
+        starts = np.flatnonzero(first)
+        repeats = flat.size - starts.size
+        if repeats < starts.size:
+            # Mostly distinct ids (the gradient of a deduplicated embedding lookup): reduceat
+            # costs ~0.45 us per segment, so place each id's first row and add the few repeats
+            # (add.at costs about as much per row): 2.1 -> 0.5 ms for 4096 rows of 64.
+            out[sorted_ids[starts]] = values[order[starts]]
+            if repeats:
+                rest = ~first
+                np.add.at(out, sorted_ids[rest], values[order[rest]])
+            return out
+        out[sorted_ids[starts]] = np.add.reduceat(values.take(order, axis=0), starts, axis=0)
         return out
     xp.add.at(out, ids, values)
     return out
