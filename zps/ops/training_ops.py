@@ -124,9 +124,10 @@ def _sparse_rows(ctx, var_ref, var, grad, indices):
                 % (int(indices[offset]), offset, n, var_ref.name))
     if increasing or indices.size < 2:
         return indices, grad
-    unique, inverse = xp.unique(indices, return_inverse=True)
-    if unique.size == indices.size:
+    ordered = xp.sort(indices)
+    if bool((ordered[1:] != ordered[:-1]).all()):   # distinct (a sort costs 1/4 of np.unique)
         return indices, grad
+    unique, inverse = xp.unique(indices, return_inverse=True)
     summed = xp.zeros((unique.size,) + grad.shape[1:], dtype=grad.dtype)
     xp.add.at(summed, inverse.reshape(-1), grad)
     return unique, summed
