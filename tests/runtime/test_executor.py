@@ -277,20 +277,26 @@ def _from_light_thread(fn):
     return out[0] if out else None
 
 
+def _owner_waiting_on_hold(plan):
+    """A thread named "owner" running ``plan`` until its hold "k" waits; (thread, results)."""
+    result = []
+    owner = threading.Thread(target=lambda: result.append(run(plan, [np.float32(1.0)])),
+                             name="owner")
+    owner.start()
+    for _ in range(500):
+        if "k" in HELD:
+            break
+        threading.Event().wait(0.01)
+    return owner, result
+
+
 def test_a_light_thread_runs_cheap_ops_and_hands_expensive_ones_back_to_the_owner():
     THREADS.clear()
     n = executor.INLINE_BYTES // 4 + 1   # float32: just over the inline limit
     with tf.Graph().as_default() as g:
         x = tf.placeholder(tf.float32, [])
         plan = _held_plan(g, x, n)
-        result = []
-        owner = threading.Thread(target=lambda: result.append(run(plan, [np.float32(1.0)])),
-                                 name="owner")
-        owner.start()
-        for _ in range(500):
-            if "k" in HELD:
-                break
-            threading.Event().wait(0.01)
+        owner, result = _owner_waiting_on_hold(plan)
         _from_light_thread(lambda: HELD.pop("k")(np.float32(3.0)))
         owner.join(10)
     assert result and result[0] == [6.0, 6.0 * n]
@@ -302,14 +308,7 @@ def test_completions_from_other_threads_continue_on_the_owner():
     with tf.Graph().as_default() as g:
         x = tf.placeholder(tf.float32, [])
         plan = _held_plan(g, x, 4)
-        result = []
-        owner = threading.Thread(target=lambda: result.append(run(plan, [np.float32(1.0)])),
-                                 name="owner")
-        owner.start()
-        for _ in range(500):
-            if "k" in HELD:
-                break
-            threading.Event().wait(0.01)
+        owner, result = _owner_waiting_on_hold(plan)
         t = threading.Thread(target=lambda: HELD.pop("k")(np.float32(1.0)), name="other")
         t.start()
         t.join(10)
