@@ -474,3 +474,33 @@ def _run_ignoring_cancel(sess, op):
         sess.run(op)
     except tf.errors.CancelledError:
         pass
+
+
+def test_batched_completions_continue_their_step_once():
+    """A message delivering several tensors to one step (executor.batched) runs that step once
+    after all of them are in, not once per tensor."""
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        a = g.create_op("ZpsTestHold", [x], {"key": "a"}, name="a").outputs[0]
+        b = g.create_op("ZpsTestHold", [x], {"key": "b"}, name="b").outputs[0]
+        plan = Plan([x], [a + b], [])
+    drives, finished = [], []
+    original = executor._Run.drive_light
+
+    def counting(run):
+        drives.append(1)
+        original(run)
+
+    executor._Run.drive_light = counting
+    try:
+        def body():
+            plan.start(StepContext(ResourceManager()), [np.float32(0.0)],
+                       lambda v, e: finished.append((v, e)), None)
+            drives.clear()   # the start itself drove once
+            executor.batched(lambda: (HELD.pop("a")(np.float32(1.0)),
+                                      HELD.pop("b")(np.float32(2.0))))
+
+        _from_light_thread(body)
+    finally:
+        executor._Run.drive_light = original
+    assert finished == [([3.0], None)] and len(drives) == 1
