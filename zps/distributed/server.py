@@ -427,26 +427,28 @@ class Server:
     def _serve(self, handler, body, tensors, responder):
         try:
             out_body, out_tensors = handler(self, body, tensors)
-        except errors.OpError as e:
-            responder.error(e.error_code, e.message, e.op_name)
         except Exception as e:  # noqa: BLE001 - reported to the caller, never crashes the server
-            log.exception("%s: request failed", self._task)
-            responder.error(errors.INTERNAL, "%s: %s" % (type(e).__name__, e))
+            self._answer_error(responder, e)
         else:
             responder.reply(out_body, out_tensors)
 
+    def _answer_error(self, responder, e):
+        if isinstance(e, errors.OpError):
+            responder.error(e.error_code, e.message, e.op_name)
+            return
+        log.error("%s: request failed", self._task, exc_info=e)
+        responder.error(errors.INTERNAL, "%s: %s" % (type(e).__name__, e))
+
     def _start_graph(self, body, tensors, responder):
+        """RunGraph of a partition that waits for tensors, answered when it finishes
+        (``Plan.start``: see ``_handle``)."""
         trace = [] if body.get("trace") else None
 
         def done(values, error):
             if error is None:
-                responder.reply({"step_stats": [list(r) for r in trace]}
-                                if trace is not None else None, values)
-            elif isinstance(error, errors.OpError):
-                responder.error(error.error_code, error.message, error.op_name)
+                responder.reply(_graph_reply(trace), values)
             else:
-                log.error("%s: step failed: %s: %s", self._task, type(error).__name__, error)
-                responder.error(errors.INTERNAL, "%s: %s" % (type(error).__name__, error))
+                self._answer_error(responder, error)
 
         try:
             handle, step = _field(body, "handle", str), _field(body, "step", int)
@@ -472,7 +474,7 @@ class Server:
         trace = [] if body.get("trace") else None   # RunOptions.FULL_TRACE: per-op records
         values = self.worker.run_graph(_field(body, "handle", str), _field(body, "step", int),
                                        list(tensors), trace)
-        return ({"step_stats": [list(r) for r in trace]} if trace is not None else None), values
+        return _graph_reply(trace), values
 
     def _rpc_register_plan(self, body, tensors):
         from zps.framework.serialization import import_graph_def
@@ -559,6 +561,11 @@ class Server:
         "RunStep": _rpc_run_step,
         "Status": _rpc_status,
     }
+
+
+def _graph_reply(trace):
+    """A RunGraph reply's body: the partition's per-op records when it was traced, else None."""
+    return {"step_stats": [list(r) for r in trace]} if trace is not None else None
 
 
 def _tensors_early(msg):
