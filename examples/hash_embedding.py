@@ -117,6 +117,8 @@ def main(_):
     with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
                                            checkpoint_dir=FLAGS.checkpoint_dir or None,
                                            hooks=hooks) as sess:
+        # At the chief's start (the other workers may have begun already); untrained, the
+        # zero-initialized rows give ln 2 = 0.6931.
         eval_before = sess.run(eval_loss, {ids: eval_ids, labels: eval_labels}) if is_chief else None
         step, window = 0, []
         while not sess.should_stop():

@@ -1,5 +1,6 @@
 """Every example in examples/ runs to completion and reaches what its docstring promises."""
 
+import math
 import os
 import re
 import subprocess
@@ -77,7 +78,9 @@ def test_hash_embedding_keeps_its_row_cap_and_learns(tmp_path):
     assert int(re.findall(r"evictions (\d+)", out)[-1]) > 10000
     before, after = map(float, re.search(r"held-out loss before ([0-9.]+) after ([0-9.]+)",
                                          out).groups())
-    assert after < before - 0.02
+    # Zero-initialized rows predict 0.5: ln 2 untrained. The chief's "before" is measured when its
+    # session starts, when the other worker may already have trained a little.
+    assert after < math.log(2) - 0.03, (before, after)
     rss = [float(m) for m in re.findall(r"ps 0: rss ([0-9.]+) MB", out)]
     assert rss and max(rss) - min(rss) < 64, rss
     assert (tmp_path / "ckpt" / "checkpoint").exists()
