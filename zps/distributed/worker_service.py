@@ -104,7 +104,8 @@ class WorkerService:
     def start_graph(self, handle, step_id, feed_values, done, trace=None):
         """Run one step of a registered partition asynchronously (``Plan.start``): on the
         transport's I/O thread, cheap ops run right there and expensive ones on the pool.
-        ``done(values, error)`` is called once."""
+        ``done(values, error)`` is called once. The feeds must have arrived whole (a step with
+        feeds still streaming in goes through ``run_graph`` on the pool, which may wait)."""
         try:
             reg, ctx, finish = self._begin(handle, step_id)
         except Exception as e:  # noqa: BLE001 - reported through done
