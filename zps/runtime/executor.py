@@ -232,25 +232,32 @@ class Plan:
         # comes back to this thread through ``inbox``.
         inbox = queue.SimpleQueue()
         outcome = []
+        left = [1 + len(join)]   # the run and the futures joined: this thread wakes once for all
+        lock = threading.Lock()
 
-        def done(error):
-            outcome.append(error)
-            inbox.put(None)
+        def one_done(error=None):
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+                if error is not None and not outcome:
+                    outcome.append(error)
+            if last or error is not None:
+                inbox.put(None)
 
-        run = _Run(self, ctx, vals, done, inbox.put, records)
+        run = _Run(self, ctx, vals, one_done, inbox.put, records)
         for f in join:
-            f.add_done_callback(lambda f: inbox.put(None))
+            f.add_done_callback(lambda f: one_done())
         run.drive(True)
-        left = 1 + len(join)
-        while left:
+        while True:
             item = inbox.get()
             if item is not None:
                 item()   # an offloaded part of the run
                 continue
-            left -= 1
-            if outcome and outcome[0] is not None:
+            if outcome:
                 raise outcome[0]
-        return self._fetched(vals)
+            with lock:
+                if left[0] == 0:
+                    return self._fetched(vals)
 
     def start(self, ctx, feed_values, done, offload, records=None):
         """Run one step asynchronously: ``done(values, error)`` is called once, by whichever
