@@ -21,6 +21,7 @@ import tests.ops
 import zps as tf
 from zps.framework.device import visible_gpu_count
 from zps.testing import fake_cupy
+from zps.testing.gradient_checker import case_inputs
 
 
 def _real_gpu():
@@ -64,11 +65,7 @@ CASES = _grad_cases()
 def _run_case(case, device):
     graph = tf.Graph()
     with graph.as_default():
-        values = [v.astype(case.dtype) if v.dtype.kind == "f" else v for v in case.inputs]
-        wrt = case.wrt if case.wrt is not None else [i for i, v in enumerate(values)
-                                                     if v.dtype.kind == "f"]
-        phs = [tf.placeholder(tf.as_dtype(v.dtype), v.shape, name="input_%d" % i)
-               for i, v in enumerate(values)]
+        values, wrt, phs = case_inputs(case)
         with tf.device(device):
             y = tf.convert_to_tensor(case.build(*phs))
             direction = np.random.default_rng(0).standard_normal(

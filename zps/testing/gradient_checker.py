@@ -37,17 +37,26 @@ class GradCase:
         return "GradCase(%s)" % self.name
 
 
+def case_inputs(case):
+    """``(values, wrt, placeholders)`` of a GradCase in the default graph: its inputs in the
+    case's dtype, the indices to differentiate with respect to, one placeholder per input."""
+    import zps as tf
+
+    values = [v.astype(case.dtype) if v.dtype.kind == "f" else v for v in case.inputs]
+    wrt = case.wrt if case.wrt is not None else [i for i, v in enumerate(values)
+                                                 if v.dtype.kind == "f"]
+    phs = [tf.placeholder(tf.as_dtype(v.dtype), v.shape, name="input_%d" % i)
+           for i, v in enumerate(values)]
+    return values, wrt, phs
+
+
 def check_gradients(case):
     """Assert the symbolic gradient of ``case`` matches finite differences."""
     import zps as tf
 
     graph = tf.Graph()
     with graph.as_default():
-        values = [v.astype(case.dtype) if v.dtype.kind == "f" else v for v in case.inputs]
-        wrt = case.wrt if case.wrt is not None else [i for i, v in enumerate(values)
-                                                     if v.dtype.kind == "f"]
-        phs = [tf.placeholder(tf.as_dtype(v.dtype), v.shape, name="input_%d" % i)
-               for i, v in enumerate(values)]
+        values, wrt, phs = case_inputs(case)
         y = case.build(*phs)
         types = {op.type for op in graph.get_operations()}
         if case.op_type not in types:
