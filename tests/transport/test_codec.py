@@ -118,11 +118,22 @@ def test_encode_refuses_header_past_the_limit(monkeypatch):
         encode(protocol.REQUEST, 1, None, [np.array([b"x" * 2000], dtype=object)])
 
 
+def test_tensor_up_to_single_frame_bytes_is_one_frame_and_a_view_at_both_ends():
+    x = np.arange(protocol.SINGLE_FRAME_BYTES // 8, dtype=np.float64)
+    frames = encode(protocol.REQUEST, 1, None, [x], method="m")
+    assert len(frames) == 2 and np.shares_memory(np.frombuffer(frames[1], np.uint8), x)
+    received = [bytes(f) for f in frames]
+    (y,) = decode(received).tensors
+    np.testing.assert_array_equal(y, x)
+    assert np.shares_memory(y, np.frombuffer(received[1], np.uint8))   # no copy on receipt
+
+
 def test_multi_frame_tensor_is_split_and_not_copied():
-    x = np.arange((3 * protocol.FRAME_BYTES + 1000) // 8, dtype=np.float64)
+    x = np.arange((protocol.SINGLE_FRAME_BYTES + 3 * protocol.FRAME_BYTES + 1000) // 8,
+                  dtype=np.float64)
     frames = encode(protocol.REQUEST, 1, None, [x, np.ones(3, np.int8)], method="m")
     tensor_frames = frames[1:-1]
-    assert len(tensor_frames) == 4
+    assert len(tensor_frames) == protocol.SINGLE_FRAME_BYTES // protocol.FRAME_BYTES + 4
     assert all(f.nbytes <= protocol.FRAME_BYTES for f in tensor_frames)
     assert sum(f.nbytes for f in tensor_frames) == x.nbytes
     for f in tensor_frames:   # views of x, not copies
@@ -134,7 +145,7 @@ def test_multi_frame_tensor_is_split_and_not_copied():
     np.testing.assert_array_equal(msg.tensors[1], np.ones(3, np.int8))
     # A frame boundary that cuts an element is fine: the frames are concatenated bytes.
     y = np.arange(protocol.FRAME_BYTES // 4 + 3, dtype=np.float32)
-    odd = encode(protocol.REQUEST, 1, None, [y])
+    odd = encode(protocol.REQUEST, 1, None, [y])   # one frame, cut in three below
     head = msgpack.unpackb(odd[0])
     b = y.tobytes()
     cuts = [b[:7], b[7:protocol.FRAME_BYTES + 5], b[protocol.FRAME_BYTES + 5:]]
@@ -177,7 +188,7 @@ def test_header_that_is_not_a_map(value):
     ({"z": "zpt"}, "bad magic 'zpt'"),
     ({"z": None}, "bad magic None"),
     ({"z": b"zps"}, "bad magic"),
-    ({"v": 2}, "unsupported protocol version 2"),
+    ({"v": 1}, "unsupported protocol version 1"),
     ({"v": None}, "unsupported protocol version None"),
     ({"v": True}, "unsupported protocol version True"),
     ({"v": 1.0}, "unsupported protocol version 1.0"),
@@ -232,16 +243,60 @@ def test_max_rank_itself_is_fine():
 
 
 def test_frame_count_mismatch():
-    good = encode(protocol.REQUEST, 1, None, [np.arange(2 * protocol.FRAME_BYTES // 8 + 1.0)])
-    assert len(good) == 4
-    rejected(good[:-1], "tensor 0: declares 3 frames but the message has 2 left")
-    rejected(good + [b""], "message has 5 frames, header describes 4")
-    rejected(good[:1], "declares 3 frames but the message has 0 left")
-    for n in (-1, "3", None, 2.0, True):
-        rejected(raw(header(t=[["uint8", [0], n]]), b""), "tensor 0: declares")
+    nbytes = protocol.SINGLE_FRAME_BYTES + protocol.FRAME_BYTES + 8
+    good = encode(protocol.REQUEST, 1, None, [np.arange(nbytes // 8, dtype=np.float64)])
+    n = len(good) - 1
+    assert n == -(-nbytes // protocol.FRAME_BYTES)
+    rejected(good[:-1], "tensor 0: declares %d frames but the message has %d left" % (n, n - 1))
+    rejected(good + [b""], "message has %d frames, header describes %d" % (n + 2, n + 1))
+    rejected(good[:1], "declares %d frames but the message has 0 left" % n)
+    for n in ("3", None, 2.0, True):
+        rejected(raw(header(t=[["uint8", [0], n]]), b""), "tensor 0: frame count .* is not an integer")
     # 0 frames: a streamed tensor, which only a StreamAssembler takes (tests/transport/test_streaming.py)
     rejected(raw(header(t=[["uint8", [4], 0]])), "tensor 0 is streamed: the message needs a StreamAssembler")
     rejected(raw(header(), b"stray"), "message has 2 frames, header describes 1")
+
+
+def test_small_tensors_share_aligned_pack_frames():
+    small = [np.arange(3, dtype=np.int8), np.float64(2.5), np.zeros((0, 4), np.float32),
+             np.arange(6, dtype=np.int16).reshape(2, 3)]
+    big = np.arange(protocol.ZERO_COPY_BYTES // 8, dtype=np.float64)
+    frames = encode(protocol.REQUEST, 1, None, small[:2] + [big] + small[2:])
+    metas = msgpack.unpackb(frames[0])["t"]
+    # The two before the big tensor share frame 1, the two after it frame 3.
+    assert [m[2] for m in metas] == [-1, -1, 1, -3, -3]
+    assert len(frames) == 4 and bytes(frames[1])[:3] == b"\x00\x01\x02"
+    assert bytes(frames[1])[16:] == np.float64(2.5).tobytes()   # at the next 16-byte boundary
+    assert len(frames[3]) == 12                                   # the empty one takes no bytes
+    msg = decode([bytes(f) for f in frames])
+    for x, y in zip(small[:2] + [big] + small[2:], msg.tensors):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_array_equal(x, y)
+        assert not y.flags.writeable and y.ctypes.data % y.dtype.itemsize == 0
+
+
+def test_packs_hold_at_most_one_frame_of_tensors():
+    xs = [np.full(protocol.ZERO_COPY_BYTES // 8 - 1, i, np.float64) for i in range(40)]
+    frames = encode(protocol.ONEWAY, 1, None, xs)
+    assert all(memoryview(f).nbytes <= protocol.FRAME_BYTES for f in frames[1:])
+    assert len(frames) == 1 + 3   # 40 x 64 KB (aligned): 16, 16 and 8 to a 1 MB frame
+    for i, t in enumerate(decode([bytes(f) for f in frames]).tensors):
+        assert t.shape == xs[i].shape and (t == i).all()
+
+
+def test_malformed_packs():
+    two = [["float32", [3], -1], ["int8", [2], -1]]
+    rejected(raw(header(t=two), b"\x00" * 16), r"int8\[2\] needs 2 bytes at offset 16 of its pack frame of 16")
+    rejected(raw(header(t=two), b"\x00" * 19), "a pack frame of 19 bytes holds 18 bytes of tensors")
+    rejected(raw(header(t=two), b"\x00" * 12), "needs 2 bytes at offset 16")   # alignment is not optional
+    rejected(raw(header(t=[["int8", [2], -2]]), b"\x00\x00"), "packed in frame 2, but only frame 1 can come next")
+    rejected(raw(header(t=[["int8", [2], -1]])), "packed in frame 1 of a message of 1 frames")
+    rejected(raw(header(t=[["int8", [2], -1], ["int8", [2], 1], ["int8", [2], -1]]), b"\x00\x00", b"\x00\x00"),
+             "tensor 2: packed in frame 1, but only frame 3 can come next")
+    rejected(raw(header(t=[["int8", [2], -1], ["int8", [1], -2]]), b"\x00\x00\x00", b"\x00"),
+             "a pack frame of 3 bytes holds 2")
+    small = Limits(max_tensor_bytes=100)
+    rejected(raw(header(t=[["uint8", [101], -1]]), b"\x00" * 101), "101 bytes exceeds the limit of 100", small)
 
 
 def test_byte_size_mismatch():
@@ -255,7 +310,7 @@ def test_byte_size_mismatch():
 def test_limits():
     small = Limits(max_header_bytes=64, max_tensor_bytes=100, max_message_bytes=150)
     rejected(raw(header(b="x" * 100)), "header of .* bytes exceeds the limit of 64", small)
-    h = {"z": "zps", "v": 1, "k": 1, "id": 1, "t": [["uint8", [101], 1]]}
+    h = header(t=[["uint8", [101], 1]])
     rejected(raw(h, b"\x00" * 101), "tensor 0: 101 bytes exceeds the limit of 100", small)
     # Checked from the declared shape, before the frames are even looked at.
     rejected(raw({**h, "t": [["float64", [1 << 40], 1]]}, b""), "exceeds the limit", small)

@@ -444,7 +444,7 @@ def test_malformed_reply_fails_its_request_at_once(client, fake_server):
     address, holder = fake_server
 
     def bad_tensor(header):   # readable id, but declares a tensor it does not carry
-        return [msgpack.packb({"z": "zps", "v": 1, "k": protocol.REPLY, "id": header["id"],
+        return [msgpack.packb({"z": "zps", "v": protocol.VERSION, "k": protocol.REPLY, "id": header["id"],
                                "t": [["float32", [4], 1]]})]
 
     holder["answer"] = bad_tensor

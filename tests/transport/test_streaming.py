@@ -50,7 +50,7 @@ def test_large_tensors_stream_as_zero_copy_chunks():
     frames_per_chunk = CHUNK // protocol.FRAME_BYTES
     parts = encode_parts(protocol.ONEWAY, 9, None, [np.int32(1), big], method="put")
     header = msgpack.unpackb(parts[0][0])
-    assert header["t"] == [["int32", [], 1], ["float32", [big.size], 0]]
+    assert header["t"] == [["int32", [], -1], ["float32", [big.size], 0]]
     assert len(parts[0]) == 2 and len(parts) == 1 + 3
     offsets = []
     for p in parts[1:]:

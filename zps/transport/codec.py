@@ -118,6 +118,7 @@ def _encode(kind, msg_id, body, tensors, method, streamed):
     # ``streamed``: None, or a list to which (index, byte view) of each tensor to stream is added.
     metas, frames = [], []
     strings = []
+    pack, pack_end = None, 0   # the small tensors of the pack frame being filled, its length
     for i, t in enumerate(tensors):
         arr = t if isinstance(t, np.ndarray) else np.asarray(t)
         name = _WIRE_NAMES.get(arr.dtype)
@@ -139,10 +140,26 @@ def _encode(kind, msg_id, body, tensors, method, streamed):
             metas.append([name, list(arr.shape), 0])
             streamed.append((i, raw))
             continue
-        n = max(1, -(-raw.nbytes // protocol.FRAME_BYTES))
-        for k in range(n):
-            frames.append(raw[k * protocol.FRAME_BYTES:(k + 1) * protocol.FRAME_BYTES])
+        if raw.nbytes < protocol.ZERO_COPY_BYTES:
+            # Packed with the message's other small tensors: one frame costs ~10 us to send and
+            # receive whatever its size, and ZeroMQ would copy a frame this small anyway.
+            end = _aligned(pack_end) + raw.nbytes
+            if pack is None or end > protocol.FRAME_BYTES:
+                pack, end = [], raw.nbytes
+                frames.append(pack)
+            pack.append(raw)
+            pack_end = end
+            metas.append([name, list(arr.shape), -len(frames)])
+            continue
+        if raw.nbytes <= protocol.SINGLE_FRAME_BYTES:
+            n = 1
+            frames.append(raw)
+        else:
+            n = -(-raw.nbytes // protocol.FRAME_BYTES)
+            for k in range(n):
+                frames.append(raw[k * protocol.FRAME_BYTES:(k + 1) * protocol.FRAME_BYTES])
         metas.append([name, list(arr.shape), n])
+        pack = None
     header = {"z": protocol.MAGIC, "v": protocol.VERSION, "k": kind, "id": msg_id}
     if method is not None:
         header["m"] = method
@@ -152,12 +169,32 @@ def _encode(kind, msg_id, body, tensors, method, streamed):
         header["t"] = metas
     if strings:
         header["s"] = strings
-    packed = msgpack.packb(header, use_bin_type=True)
-    if len(packed) > protocol.MAX_HEADER_BYTES:
+    head = msgpack.packb(header, use_bin_type=True)
+    if len(head) > protocol.MAX_HEADER_BYTES:
         # A receiver would drop the connection (its socket refuses frames this large).
         raise ValueError("message header of %d bytes exceeds the limit of %d: send large string "
-                         "tensors as uint8 tensors" % (len(packed), protocol.MAX_HEADER_BYTES))
-    return [packed] + frames
+                         "tensors as uint8 tensors" % (len(head), protocol.MAX_HEADER_BYTES))
+    return [head] + [_pack_frame(f) if isinstance(f, list) else f for f in frames]
+
+
+def _aligned(offset):
+    return -(-offset // protocol.PACK_ALIGN) * protocol.PACK_ALIGN
+
+
+def _pack_frame(raws):
+    """One frame holding the byte buffers ``raws``, each at the next PACK_ALIGN offset."""
+    if len(raws) == 1:
+        return raws[0]
+    end = 0
+    for raw in raws[:-1]:
+        end = _aligned(end + raw.nbytes)
+    out = np.empty(end + raws[-1].nbytes, np.uint8)
+    view = memoryview(out)
+    offset = 0
+    for raw in raws:
+        view[offset:offset + raw.nbytes] = raw
+        offset = _aligned(offset + raw.nbytes)
+    return view
 
 
 def _as_bytes(i, s):
@@ -240,6 +277,7 @@ def _decode_tensors(header, frames, limits, streams):
     pos = 1
     total = 0
     string_iter = iter(strings)
+    pack, pack_end = None, 0   # the pack frame being read (see _encode), bytes of it used
     for i, meta in enumerate(metas):
         if not (isinstance(meta, list) and len(meta) == 3):
             raise ProtocolError("tensor %d: metadata must be [dtype, shape, n_frames]" % i)
@@ -253,10 +291,24 @@ def _decode_tensors(header, frames, limits, streams):
             continue
         if not isinstance(dtype, str) or dtype not in protocol.WIRE_DTYPES:
             raise ProtocolError("tensor %d: dtype %r is not allowed" % (i, dtype))
-        stream = n == 0 and _is_int(n)
+        if not _is_int(n):
+            raise ProtocolError("tensor %d: frame count %r is not an integer" % (i, n))
+        stream = n == 0
         if stream and streams is None:
             raise ProtocolError("tensor %d is streamed: the message needs a StreamAssembler" % i)
-        if not stream and (not _is_int(n) or n < 1 or pos + n > len(frames)):
+        if n < 0:
+            # Packed: -n is the index of its pack frame, the current one or the next one.
+            if -n == pos:
+                if pos >= len(frames):
+                    raise ProtocolError("tensor %d: packed in frame %d of a message of %d frames"
+                                        % (i, pos, len(frames)))
+                _check_pack_end(pack, pack_end)
+                pack, pack_end = memoryview(_frame_bytes(frames[pos])).cast("B"), 0
+                pos += 1
+            elif pack is None or -n != pos - 1:
+                raise ProtocolError("tensor %d: packed in frame %d, but only frame %d can come "
+                                    "next" % (i, -n, pos))
+        elif not stream and pos + n > len(frames):
             raise ProtocolError("tensor %d: declares %r frames but the message has %d left"
                                 % (i, n, len(frames) - pos))
         np_dtype = np.dtype(dtype)
@@ -270,6 +322,15 @@ def _decode_tensors(header, frames, limits, streams):
         total += size
         if total > limits.max_message_bytes:
             raise ProtocolError("message exceeds the limit of %d bytes" % limits.max_message_bytes)
+        if n < 0:
+            offset = _aligned(pack_end)
+            if offset + size > pack.nbytes:
+                raise ProtocolError("tensor %d: %s%s needs %d bytes at offset %d of its pack "
+                                    "frame of %d" % (i, dtype, list(shape), size, offset,
+                                                     pack.nbytes))
+            tensors.append(np.frombuffer(pack, np_dtype, count, offset).reshape(shape))
+            pack_end = offset + size
+            continue
         if stream:
             if size == 0:
                 raise ProtocolError("tensor %d: an empty tensor cannot be streamed" % i)
@@ -277,6 +338,8 @@ def _decode_tensors(header, frames, limits, streams):
             streams.append((i, arr))
             tensors.append(arr)
             continue
+        _check_pack_end(pack, pack_end)
+        pack = None   # a later small tensor starts a new pack frame
         parts = [_frame_bytes(f) for f in frames[pos:pos + n]]
         pos += n
         got = sum(memoryview(p).nbytes for p in parts)
@@ -296,6 +359,7 @@ def _decode_tensors(header, frames, limits, streams):
             view[offset:offset + m.nbytes] = m
             offset += m.nbytes
         tensors.append(arr)
+    _check_pack_end(pack, pack_end)
     extra = sum(1 for _ in string_iter)
     if extra:
         raise ProtocolError("header carries %d more string lists than it has string tensors" % extra)
@@ -612,6 +676,11 @@ def _dropped(kind, msg_id, text):
     err = ProtocolError(text)
     err.message_kind, err.message_id = kind, msg_id
     return err
+
+
+def _check_pack_end(pack, used):
+    if pack is not None and used != pack.nbytes:
+        raise ProtocolError("a pack frame of %d bytes holds %d bytes of tensors" % (pack.nbytes, used))
 
 
 def _check_shape(i, shape):
