@@ -286,17 +286,18 @@ def test_packs_hold_at_most_one_frame_of_tensors():
 
 def test_malformed_packs():
     two = [["float32", [3], -1], ["int8", [2], -1]]
-    rejected(raw(header(t=two), b"\x00" * 16), r"int8\[2\] needs 2 bytes at offset 16 of its pack frame of 16")
-    rejected(raw(header(t=two), b"\x00" * 19), "a pack frame of 19 bytes holds 18 bytes of tensors")
-    rejected(raw(header(t=two), b"\x00" * 12), "needs 2 bytes at offset 16")   # alignment is not optional
-    rejected(raw(header(t=[["int8", [2], -2]]), b"\x00\x00"), "packed in frame 2, but only frame 1 can come next")
+    z = b"\x00"
+    rejected(raw(header(t=two), z * 16), r"int8\[2\] needs 2 bytes at offset 16 of its pack frame of 16")
+    rejected(raw(header(t=two), z * 19), "a pack frame of 19 bytes holds 18 bytes of tensors")
+    rejected(raw(header(t=two), z * 12), "needs 2 bytes at offset 16")   # alignment is not optional
+    rejected(raw(header(t=[["int8", [2], -2]]), z * 2), "packed in frame 2, but only frame 1 can come next")
     rejected(raw(header(t=[["int8", [2], -1]])), "packed in frame 1 of a message of 1 frames")
-    rejected(raw(header(t=[["int8", [2], -1], ["int8", [2], 1], ["int8", [2], -1]]), b"\x00\x00", b"\x00\x00"),
+    rejected(raw(header(t=[["int8", [2], -1], ["int8", [2], 1], ["int8", [2], -1]]), z * 2, z * 2),
              "tensor 2: packed in frame 1, but only frame 3 can come next")
-    rejected(raw(header(t=[["int8", [2], -1], ["int8", [1], -2]]), b"\x00\x00\x00", b"\x00"),
+    rejected(raw(header(t=[["int8", [2], -1], ["int8", [1], -2]]), z * 3, z),
              "a pack frame of 3 bytes holds 2")
     small = Limits(max_tensor_bytes=100)
-    rejected(raw(header(t=[["uint8", [101], -1]]), b"\x00" * 101), "101 bytes exceeds the limit of 100", small)
+    rejected(raw(header(t=[["uint8", [101], -1]]), z * 101), "101 bytes exceeds the limit of 100", small)
 
 
 def test_byte_size_mismatch():
