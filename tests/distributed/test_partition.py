@@ -46,6 +46,50 @@ def test_a_noop_ordering_ops_of_two_tasks_stays_put():
     assert "both" in [op.name.rstrip("/") for op in parts[WORKER].graph.get_operations()]
 
 
+def _two_ps_training_graph():
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, worker_device="/job:worker/task:0")):
+        gs = tf.train.get_or_create_global_step()    # ps 0
+        w = tf.Variable(0.0, name="w")               # ps 1
+        u = tf.Variable(1.0, name="u")               # ps 0
+        loss = tf.square(w - 3.0) + tf.square(u + 1.0)
+        train = tf.train.AdagradOptimizer(0.5).minimize(loss, global_step=gs)
+    return gs, w, u, loss, train
+
+
+def test_the_update_noop_of_variables_on_two_ps_tasks_moves_to_the_global_steps_ps():
+    # On the worker it would wait for tokens from ps 0 and ps 1 and send one to ps 0 (three
+    # messages, two hops on the critical path); on ps 0 only ps 1 sends it one.
+    ps1 = Task("ps", 1)
+    with tf.Graph().as_default():
+        *_, train = _two_ps_training_graph()
+        parts = partition([], [], [train], WORKER, [WORKER, PS, ps1])
+    names = {t: [op.name.rstrip("/") for op in p.graph.get_operations()] for t, p in parts.items()}
+    assert "Adagrad/update" in names[PS]
+    tokens = {t: [n for n in names[t] if "update" in n and n.startswith(("_send", "_recv"))]
+              for t in names}
+    assert len(tokens[ps1]) == 1 and tokens[ps1][0].startswith("_send")
+    assert not tokens[WORKER]
+
+
+def test_training_on_two_ps_tasks_with_the_moved_noop_gives_the_same_numbers():
+    with InProcessCluster({"ps": 2, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            gs, w, u, _, train = _two_ps_training_graph()
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(4):
+                    sess.run(train)
+                got = sess.run([w, u, gs])
+    x = np.array([0.0, 1.0])
+    acc = np.full(2, 0.1)
+    for _ in range(4):
+        g = 2 * (x - np.array([3.0, -1.0]))
+        acc += g * g
+        x -= 0.5 * g / np.sqrt(acc)
+    np.testing.assert_allclose(got[:2], x, rtol=1e-6)
+    assert got[2] == 4
+
+
 def test_training_with_the_moved_noop_gives_the_same_numbers():
     with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
         with tf.Graph().as_default():

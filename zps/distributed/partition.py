@@ -90,10 +90,13 @@ def assign_tasks(ops, default_task, known_tasks=None):
 
 
 def _move_control_only_noops(ops, task):
-    """A NoOp only orders other ops: when everything it waits for and everything that waits for
-    it run on one task, it runs there too, which saves a control round trip between tasks. The
-    common case is TF1's optimizer ``update`` NoOp, made under the worker's device scope between
-    the ps's apply ops and the ps's global-step increment (or ending a step on the ps)."""
+    """A NoOp only orders other ops, so it may run on any task: it runs on the task that needs
+    the fewest control messages between tasks (each op it waits for on another task sends it one,
+    and it sends one to each other task with ops waiting for it), staying where it was placed on a
+    tie. The common case is TF1's optimizer ``update`` NoOp, made under the worker's device scope
+    between the ps's apply ops and the global-step increment on ps 0: with variables on two ps
+    tasks it moves to ps 0, and the step's last control messages go ps 1 -> ps 0 instead of
+    ps 0 + ps 1 -> worker -> ps 0 (one hop less on every training step's critical path)."""
     waiting = {}
     for op in ops:
         for c in op._control_inputs:
@@ -101,10 +104,19 @@ def _move_control_only_noops(ops, task):
     for op in ops:   # topological order: a NoOp waiting for a moved NoOp sees its new task
         if op.type != "NoOp" or op._colocation or not op._control_inputs:
             continue
-        where = {task[c] for c in op._control_inputs if c in task}
-        where.update(task[w] for w in waiting.get(op, ()))
-        if len(where) == 1:
-            task[op] = next(iter(where))
+        sources = [task[c] for c in op._control_inputs if c in task]
+        sinks = {task[w] for w in waiting.get(op, ())}
+
+        def messages(t):
+            return sum(1 for s in sources if s != t) + len(sinks - {t})
+
+        best = task[op]
+        fewest = messages(best)
+        for t in sorted(set(sources) | sinks, key=str):
+            n = messages(t)
+            if n < fewest:
+                best, fewest = t, n
+        task[op] = best
 
 
 def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_placement=False):
