@@ -504,3 +504,18 @@ def test_batched_completions_continue_their_step_once():
     finally:
         executor._Run.drive_light = original
     assert finished == [([3.0], None)] and len(drives) == 1
+
+
+def test_which_stateful_ops_may_run_on_a_light_thread_is_declared_by_each_op():
+    """Variables, assigns, applies, accumulators and queue ops say they never block or do I/O;
+    random, PyFunc, checkpoint I/O and hash-table ops do not, so they never run on an I/O thread."""
+    ops = registry.REGISTRY
+    light = {t for t, d in ops.items() if d.stateful and d.light_ok}
+    assert {"VariableV2", "AssignAdd", "ScatterAdd", "_Send", "_Recv", "ApplyAdagrad",
+            "SparseApplyAdam", "AccumulatorApplyGradient", "QueueEnqueue", "QueueDequeue"} <= light
+    assert all(t in light for t in ops if t.startswith(("Apply", "SparseApply")))
+    assert not light & {"PyFunc", "RandomUniform", "RandomShuffle", "SaveShard", "RestoreShard",
+                        "HashTableFind", "HashTableSparseApplyAdagrad"}
+    assert all(d.light_ok for d in ops.values() if not d.stateful)
+    assert {t: d.streams_input for t, d in ops.items() if d.streams_input is not None} == {
+        "AssignAdd": 1, "AssignSub": 1, "ApplyGradientDescent": 2}

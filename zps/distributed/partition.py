@@ -212,21 +212,18 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
     return parts
 
 
-# Ops that apply a value in place element by element, so they can start on the part of it that
-# has arrived (the input index of that value): a large push is applied while it streams in.
-STREAM_CONSUMERS = {"AssignAdd": 1, "AssignSub": 1, "ApplyGradientDescent": 2}
-
-
 def streams_into_update(t, fetched=()):
-    """Whether tensor ``t``'s only reader applies it in place on the host (a STREAM_CONSUMERS op),
-    so that it may be handed over while it still streams in (zps.transport.codec.Incoming)."""
+    """Whether tensor ``t``'s only reader applies it in place on the host, element by element
+    (its OpDef's ``streams_input``: AssignAdd, AssignSub, ApplyGradientDescent), so that it may
+    be handed over while it still streams in (zps.transport.codec.Incoming): a large push is
+    applied as it arrives."""
     if t.name in fetched:
         return False
     readers = t.consumers()
     if len(readers) != 1 or "GPU" in readers[0].device:
         return False
     reader = readers[0]
-    return [i for i, x in enumerate(reader.inputs) if x is t] == [STREAM_CONSUMERS.get(reader.type)]
+    return [i for i, x in enumerate(reader.inputs) if x is t] == [reader.op_def.streams_input]
 
 
 def _mark_streamable(p):

@@ -20,7 +20,7 @@ def _recv_kernel(ctx, done, key, src, dtype, shape, stream_ok=False):
     ctx.extras["recv"](src, key, done, stream_ok)
 
 
-register_op("_Send", kernel=_send_kernel, num_outputs=0, stateful=True, grad=None)
+register_op("_Send", kernel=_send_kernel, num_outputs=0, stateful=True, light_ok=True, grad=None)
 register_op("_Recv", dtype=lambda op: _dtypes.as_dtype(op._attrs["dtype"]),
             shape=lambda op: as_shape(op._attrs["shape"]), kernel=_recv_kernel,
-            stateful=True, is_async=True, grad=None)
+            stateful=True, light_ok=True, is_async=True, grad=None)

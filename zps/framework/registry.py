@@ -23,11 +23,12 @@ GENERIC = "*"       # the kernel key of a kernel written against ctx.xp, valid o
 class OpDef:
     __slots__ = ("type", "shape_fn", "dtype_fn", "kernels", "grad_fn", "stateful", "num_outputs",
                  "broadcast", "ref_inputs", "ref_output", "aliases_input", "needs_op_name",
-                 "sparse_grad_ok", "is_async")
+                 "sparse_grad_ok", "is_async", "light_ok", "streams_input")
 
     def __init__(self, op_type, *, shape=None, dtype=None, kernel=None, kernels=None, grad=MISSING,
                  stateful=False, num_outputs=1, broadcast=False, ref_inputs=(), ref_output=False,
-                 aliases_input=False, needs_op_name=False, sparse_grad_ok=False, is_async=False):
+                 aliases_input=False, needs_op_name=False, sparse_grad_ok=False, is_async=False,
+                 light_ok=None, streams_input=None):
         self.type = op_type
         self.shape_fn = shape
         self.dtype_fn = dtype
@@ -51,6 +52,14 @@ class OpDef:
         # Kernel signature kernel(ctx, done, *inputs, **attrs): calls done(outputs | exception)
         # later instead of returning (Recv, blocking dequeues).
         self.is_async = is_async
+        # The kernel never blocks, sleeps, does I/O, calls user Python code or draws random
+        # numbers, so a transport's I/O thread may run it when its inputs are small
+        # (zps.runtime.executor.light_thread): every stateless op, and the stateful ones that say
+        # so (variables, assigns, applies, accumulators, queue ops; not PyFunc, I/O or random).
+        self.light_ok = (not stateful) if light_ok is None else bool(light_ok)
+        # Index of an input the kernel applies in place element by element (an add into a
+        # variable), so it may take that input while it still streams in (codec.Incoming).
+        self.streams_input = streams_input
 
     def kernel_for(self, backend):
         fn = self.kernels.get(backend) or self.kernels.get(GENERIC)

@@ -281,7 +281,8 @@ def _specified_shapes(shapes):
 
 
 register_op("FIFOQueue", dtype=lambda op: _dtypes.string, shape=lambda op: TensorShape([]),
-            kernel=_queue_kernel, stateful=True, ref_output=True, needs_op_name=True, grad=None)
+            kernel=_queue_kernel, stateful=True, light_ok=True, ref_output=True, needs_op_name=True,
+            grad=None)
 
 
 def _queue_output_shapes(op, leading):
@@ -354,8 +355,8 @@ def _enqueue_many_kernel(ctx, done, queue, *components, component_types, shapes)
 
 
 for _type, _kernel in (("QueueEnqueue", _enqueue_kernel), ("QueueEnqueueMany", _enqueue_many_kernel)):
-    register_op(_type, kernel=_kernel, num_outputs=0, stateful=True, ref_inputs=(0,),
-                is_async=True, grad=None)
+    register_op(_type, kernel=_kernel, num_outputs=0, stateful=True, light_ok=True,
+                ref_inputs=(0,), is_async=True, grad=None)
 
 
 # -- QueueDequeue / QueueDequeueMany / QueueDequeueUpTo -----------------------------------------
@@ -393,7 +394,7 @@ def _dequeue_many_kernel(allow_small):
 
 register_op("QueueDequeue", dtype=_component_dtypes,
             shape=lambda op: _queue_output_shapes(op, None), kernel=_dequeue_kernel,
-            stateful=True, ref_inputs=(0,), is_async=True, grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), is_async=True, grad=None)
 
 
 def _dequeue_many_shapes(op):
@@ -402,11 +403,11 @@ def _dequeue_many_shapes(op):
 
 
 register_op("QueueDequeueMany", dtype=_component_dtypes, shape=_dequeue_many_shapes,
-            kernel=_dequeue_many_kernel(False), stateful=True, ref_inputs=(0,), is_async=True,
+            kernel=_dequeue_many_kernel(False), stateful=True, light_ok=True, ref_inputs=(0,), is_async=True,
             grad=None)
 register_op("QueueDequeueUpTo", dtype=_component_dtypes,
             shape=lambda op: _queue_output_shapes(op, [None]),
-            kernel=_dequeue_many_kernel(True), stateful=True, ref_inputs=(0,), is_async=True,
+            kernel=_dequeue_many_kernel(True), stateful=True, light_ok=True, ref_inputs=(0,), is_async=True,
             grad=None)
 
 
@@ -415,14 +416,14 @@ def _close_kernel(ctx, queue, cancel_pending_enqueues):
     queue.close(cancel_pending_enqueues)
 
 
-register_op("QueueClose", kernel=_close_kernel, num_outputs=0, stateful=True, ref_inputs=(0,),
+register_op("QueueClose", kernel=_close_kernel, num_outputs=0, stateful=True, light_ok=True, ref_inputs=(0,),
             grad=None)
 register_op("QueueSize", dtype=lambda op: _dtypes.int32, shape=lambda op: TensorShape([]),
             kernel=lambda ctx, queue: np.array(queue.size(), dtype=np.int32),
-            stateful=True, ref_inputs=(0,), grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), grad=None)
 register_op("QueueIsClosed", dtype=lambda op: _dtypes.bool, shape=lambda op: TensorShape([]),
             kernel=lambda ctx, queue: np.array(queue.closed),
-            stateful=True, ref_inputs=(0,), grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), grad=None)
 
 
 # -- the Python queue classes -------------------------------------------------------------------
@@ -857,10 +858,10 @@ def _accumulator_kernel(cls):
 
 register_op("ConditionalAccumulator", dtype=lambda op: _dtypes.string,
             shape=lambda op: TensorShape([]), kernel=_accumulator_kernel(_DenseAccumulator),
-            stateful=True, ref_output=True, needs_op_name=True, grad=None)
+            stateful=True, light_ok=True, ref_output=True, needs_op_name=True, grad=None)
 register_op("SparseConditionalAccumulator", dtype=lambda op: _dtypes.string,
             shape=lambda op: TensorShape([]), kernel=_accumulator_kernel(_SparseAccumulator),
-            stateful=True, ref_output=True, needs_op_name=True, grad=None)
+            stateful=True, light_ok=True, ref_output=True, needs_op_name=True, grad=None)
 
 
 def _apply_kernel(ctx, acc, local_step, grad, dtype):
@@ -871,10 +872,10 @@ def _sparse_apply_kernel(ctx, acc, local_step, indices, values, shape, dtype, ha
     acc.apply(int(local_step), indices, values, shape, has_known_shape)
 
 
-register_op("AccumulatorApplyGradient", kernel=_apply_kernel, num_outputs=0, stateful=True,
+register_op("AccumulatorApplyGradient", kernel=_apply_kernel, num_outputs=0, stateful=True, light_ok=True,
             ref_inputs=(0,), grad=None)
 register_op("SparseAccumulatorApplyGradient", kernel=_sparse_apply_kernel, num_outputs=0,
-            stateful=True, ref_inputs=(0,), grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), grad=None)
 
 
 def _take_kernel(ctx, done, acc, num_required, dtype):
@@ -883,7 +884,7 @@ def _take_kernel(ctx, done, acc, num_required, dtype):
 
 register_op("AccumulatorTakeGradient", dtype=lambda op: op._attrs["dtype"],
             shape=lambda op: as_shape(op.inputs[0].op._attrs["shape"]), kernel=_take_kernel,
-            stateful=True, ref_inputs=(0,), is_async=True, grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), is_async=True, grad=None)
 
 
 def _sparse_take_shapes(op):
@@ -895,15 +896,15 @@ def _sparse_take_shapes(op):
 
 register_op("SparseAccumulatorTakeGradient",
             dtype=lambda op: [_dtypes.int64, op._attrs["dtype"], _dtypes.int64],
-            shape=_sparse_take_shapes, kernel=_take_kernel, num_outputs=3, stateful=True,
+            shape=_sparse_take_shapes, kernel=_take_kernel, num_outputs=3, stateful=True, light_ok=True,
             ref_inputs=(0,), is_async=True, grad=None)
 register_op("AccumulatorNumAccumulated", dtype=lambda op: _dtypes.int32,
             shape=lambda op: TensorShape([]),
             kernel=lambda ctx, acc: np.array(acc.num_accumulated(), dtype=np.int32),
-            stateful=True, ref_inputs=(0,), grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), grad=None)
 register_op("AccumulatorSetGlobalStep", num_outputs=0,
             kernel=lambda ctx, acc, step: acc.set_global_step(int(step)),
-            stateful=True, ref_inputs=(0,), grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), grad=None)
 
 
 def _int64(value, name):

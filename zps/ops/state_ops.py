@@ -33,7 +33,7 @@ def _variable_kernel(ctx, dtype, shape, shared_name, op_name):
 
 register_op("VariableV2", dtype=lambda op: op._attrs["dtype"],
             shape=lambda op: as_shape(op._attrs["shape"]), kernel=_variable_kernel,
-            stateful=True, ref_output=True, needs_op_name=True, grad=None)
+            stateful=True, light_ok=True, ref_output=True, needs_op_name=True, grad=None)
 
 
 def variable_op_v2(shape, dtype, name="Variable", shared_name=""):
@@ -62,7 +62,7 @@ def _assign_kernel(ctx, ref, value, validate_shape, use_locking):
 
 
 register_op("Assign", shape=lambda op: op.inputs[1].get_shape(), kernel=_assign_kernel,
-            stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
+            stateful=True, light_ok=True, ref_inputs=(0,), aliases_input=True, grad=None)
 
 
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
@@ -99,9 +99,9 @@ def _subtract(cur, v):
 
 
 register_op("AssignAdd", shape=same_shape, kernel=_update_kernel("AssignAdd", _add, _subtract),
-            stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
+            stateful=True, light_ok=True, streams_input=1, ref_inputs=(0,), aliases_input=True, grad=None)
 register_op("AssignSub", shape=same_shape, kernel=_update_kernel("AssignSub", _subtract, _add),
-            stateful=True, ref_inputs=(0,), aliases_input=True, grad=None)
+            stateful=True, light_ok=True, streams_input=1, ref_inputs=(0,), aliases_input=True, grad=None)
 
 
 def apply_streamed(ctx, ref, incoming, lock, apply, undo, what):
@@ -196,7 +196,7 @@ for _type, _fn in (("ScatterUpdate", _scatter_update),
                    ("ScatterAdd", lambda cur, idx, upd: np.add.at(cur, idx, upd)),
                    ("ScatterSub", lambda cur, idx, upd: np.subtract.at(cur, idx, upd))):
     register_op(_type, shape=same_shape, kernel=_scatter_kernel(_fn), stateful=True,
-                ref_inputs=(0,), aliases_input=True, grad=None)
+                light_ok=True, ref_inputs=(0,), aliases_input=True, grad=None)
 
 
 def _scatter(op_type, ref, indices, updates, use_locking, name):

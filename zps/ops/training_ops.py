@@ -233,9 +233,10 @@ def _check_grad_shape(op_type, var, grad, sparse):
                          % (op_type, g, var.op.name, shape))
 
 
-def _register(op_type, kernel, num_refs):
+def _register(op_type, kernel, num_refs, streams_input=None):
     register_op(op_type, shape=lambda op: op.inputs[0].get_shape(), kernel=kernel, stateful=True,
-                ref_inputs=tuple(range(num_refs)), aliases_input=True, grad=None)
+                light_ok=True, ref_inputs=tuple(range(num_refs)), aliases_input=True, grad=None,
+                streams_input=streams_input)
 
 
 # -- GradientDescent: var -= alpha * delta -------------------------------------------------------
@@ -259,7 +260,7 @@ def _sparse_apply_gradient_descent_kernel(ctx, var, alpha, grad, indices, use_lo
     return _apply_sparse(ctx, (var,), grad, indices, use_locking, _gd_update, alpha)
 
 
-_register("ApplyGradientDescent", _apply_gradient_descent_kernel, 1)
+_register("ApplyGradientDescent", _apply_gradient_descent_kernel, 1, streams_input=2)
 # TF1 applies sparse GD as scatter_sub(var, indices, lr * values); this is that op, fused.
 _register("SparseApplyGradientDescent", _sparse_apply_gradient_descent_kernel, 1)
 

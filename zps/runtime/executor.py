@@ -342,16 +342,10 @@ class Plan:
 # ready right there when they are cheap (a small gradient applied on a ps, a small tensor sent on),
 # which saves two thread hand-offs per message (each ~35 us on a 2-core machine under one GIL);
 # an expensive op hands the rest of the step to its owner (the thread in ``Plan.run``, or a pool).
+# Which ops may run there at all is the op's ``light_ok`` (zps.framework.registry.OpDef): every
+# stateless op, and the stateful ones that never block, do I/O, call user code or draw random
+# numbers (variables, assigns, applies, accumulators, queue ops).
 INLINE_BYTES = 64 << 10   # an op whose array inputs hold more bytes than this is expensive
-# Stateful ops cheap enough for a light thread (other stateful ops may do I/O, call Python code or
-# draw random numbers: never there). Stateless ops all are, below INLINE_BYTES.
-INLINE_STATEFUL = frozenset([
-    "VariableV2", "Assign", "AssignAdd", "AssignSub", "ScatterAdd", "ScatterSub",
-    "ScatterUpdate", "_Send", "_Recv", "ConditionalAccumulator", "SparseConditionalAccumulator",
-    "AccumulatorApplyGradient", "SparseAccumulatorApplyGradient", "AccumulatorNumAccumulated",
-    "AccumulatorSetGlobalStep", "AccumulatorTakeGradient", "SparseAccumulatorTakeGradient",
-    "FIFOQueue", "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue", "QueueDequeueMany",
-    "QueueDequeueUpTo", "QueueSize", "QueueClose", "QueueIsClosed"])
 _NEVER, _SMALL, _ALWAYS = 0, 1, 2
 _light = threading.local()
 
@@ -359,8 +353,7 @@ _light = threading.local()
 def _inline_kind(step, gpu):
     op = step.op
     opdef = op.op_def
-    if gpu or (opdef.stateful and opdef.type not in INLINE_STATEFUL
-               and not opdef.type.startswith(("Apply", "SparseApply"))):
+    if gpu or not opdef.light_ok:
         return _NEVER   # a GPU plan's kernels run on the threads that own its devices
     if opdef.type in ("_Recv", "NoOp"):
         return _ALWAYS
