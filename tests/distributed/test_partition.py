@@ -26,13 +26,39 @@ def _tiny_training_graph():
 def test_the_optimizers_update_noop_runs_with_the_ps_ops_it_orders():
     # TF1 makes the optimizer's `update` NoOp under the worker's device scope, between the ps's
     # apply op and the ps's global-step increment: placed on the worker it would cost a control
-    # token ps -> worker -> ps. Only w goes out, only the gradient (and learning rate) come back.
+    # token ps -> worker -> ps. Only w goes out, only the gradient comes back (the learning rate
+    # is a constant: the ps has its own copy).
     with tf.Graph().as_default():
         _, _, loss, train = _tiny_training_graph()
         parts = partition([], [loss], [train], WORKER, [WORKER, PS])
     ps_ops = {op.name.rstrip("/"): op.type for op in parts[PS].graph.get_operations()}
     assert ps_ops["GradientDescent/update"] == "NoOp"
-    assert _transfers(parts) == {PS: ["_Recv", "_Recv", "_Send"], WORKER: ["_Recv", "_Send", "_Send"]}
+    assert _transfers(parts) == {PS: ["_Recv", "_Send"], WORKER: ["_Recv", "_Send"]}
+
+
+def test_a_constant_read_on_several_tasks_is_copied_into_each_not_sent():
+    ps1 = Task("ps", 1)
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:0"):
+            lr = tf.constant(0.5, name="lr")
+        with tf.device("/job:ps/task:0"):
+            a = tf.Variable(1.0, name="a")
+        with tf.device("/job:ps/task:1"):
+            b = tf.Variable(1.0, name="b")
+        with tf.device("/job:worker/task:0"):
+            with tf.control_dependencies([a.initializer]):
+                ordered = tf.constant(2.0, name="ordered")   # a constant that waits: it travels
+        with tf.device("/job:ps/task:1"):
+            scaled = lr * ordered
+        step = tf.group(a.assign_add(lr), b.assign_add(scaled))
+        parts = partition([], [], [step], WORKER, [WORKER, PS, ps1])
+    consts = {t: [op.name.rstrip("/") for op in p.graph.get_operations() if op.type == "Const"
+                  and not op.name.startswith("_token")] for t, p in parts.items()}
+    assert "lr" in consts[PS] and "lr" in consts[ps1]
+    recvs = {t: [op.name for op in p.graph.get_operations() if op.type == "_Recv"]
+             for t, p in parts.items()}
+    assert not any("lr" in n for n in recvs[PS] + recvs[ps1])
+    assert any("ordered" in n for n in recvs[ps1])
 
 
 def test_a_noop_ordering_ops_of_two_tasks_stays_put():

@@ -168,6 +168,13 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
         src = task[t.op]
         if src == p.task:
             return p.mapped[t]
+        if t.op.type == "Const" and not t.op._control_inputs:
+            # A constant read on several tasks (an optimizer's learning rate, read by the apply
+            # ops of every ps) is a copy in each partition, not a transfer on every step.
+            copy = p.mapped.get(t)
+            if copy is None:
+                copy = p.mapped[t] = p.add("Const", [], t.op._attrs, t.op.name + "/").outputs[0]
+            return copy
         return transfer(t, src, p.task, t.name, t.dtype, _shape_attr(t),
                         lambda sp: sp.mapped[t])
 
