@@ -225,26 +225,36 @@ class _Outbox:
         if local is not None:
             local.rendezvous.put(self._step_id, key, value)
             return
+        nbytes = getattr(value, "nbytes", 0)
         with self._lock:
             batch = self._pending.get(address)
             if batch is None:
-                batch = self._pending[address] = [[], [], 0]
-            batch[0].append(key)
-            batch[1].append(value)
-            batch[2] += getattr(value, "nbytes", 0)
-            if batch[2] < EAGER_BATCH_BYTES and len(batch[0]) < EAGER_BATCH_COUNT \
-                    and getattr(value, "nbytes", 0) < EAGER_SEND_BYTES:
+                batch = self._pending[address] = _Batch()
+            batch.keys.append(key)
+            batch.values.append(value)
+            batch.nbytes += nbytes
+            if nbytes < EAGER_SEND_BYTES and batch.nbytes < EAGER_BATCH_BYTES \
+                    and len(batch.keys) < EAGER_BATCH_COUNT:
                 return
             del self._pending[address]
-        self._send(address, batch[0], batch[1])
+        self._send(address, batch)
 
     def flush(self):
         with self._lock:
             pending, self._pending = self._pending, {}
-        for address, (keys, values, _) in pending.items():
-            self._send(address, keys, values)
+        for address, batch in pending.items():
+            self._send(address, batch)
 
-    def _send(self, address, keys, values):
+    def _send(self, address, batch):
         self._server.transport.send_oneway(address, "Tensors",
-                                           {"step": self._step_id, "keys": keys,
-                                            "from": str(self._server.task)}, values)
+                                           {"step": self._step_id, "keys": batch.keys,
+                                            "from": str(self._server.task)}, batch.values)
+
+
+class _Batch:
+    """The sends waiting for one destination."""
+
+    __slots__ = ("keys", "values", "nbytes")
+
+    def __init__(self):
+        self.keys, self.values, self.nbytes = [], [], 0

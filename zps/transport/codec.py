@@ -185,16 +185,14 @@ def _pack_frame(raws):
     """One frame holding the byte buffers ``raws``, each at the next PACK_ALIGN offset."""
     if len(raws) == 1:
         return raws[0]
-    end = 0
-    for raw in raws[:-1]:
-        end = _aligned(end + raw.nbytes)
-    out = np.empty(end + raws[-1].nbytes, np.uint8)
-    view = memoryview(out)
-    offset = 0
+    offsets, end = [], 0
     for raw in raws:
-        view[offset:offset + raw.nbytes] = raw
-        offset = _aligned(offset + raw.nbytes)
-    return view
+        offsets.append(_aligned(end))
+        end = offsets[-1] + raw.nbytes
+    out = memoryview(np.empty(end, np.uint8))
+    for offset, raw in zip(offsets, raws):
+        out[offset:offset + raw.nbytes] = raw
+    return out
 
 
 def _as_bytes(i, s):
