@@ -137,7 +137,10 @@ if __name__ == "__main__":
     # zps additions: the training run itself
     parser.add_argument("--sync", action="store_true", help="SyncReplicasOptimizer over workers")
     parser.add_argument("--train_steps", type=int, default=2000, help="last global step")
-    parser.add_argument("--checkpoint_dir", type=str, default="/tmp/train_logs")
+    parser.add_argument("--checkpoint_dir", type=str, default=None,
+                        help="default /tmp/train_logs, or /tmp/train_logs_sync with --sync (a "
+                        "sync run cannot resume from an async run's checkpoint: it has more "
+                        "variables)")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=0.1)
     parser.add_argument("--save_checkpoint_steps", type=int, default=None,
@@ -145,6 +148,8 @@ if __name__ == "__main__":
     parser.add_argument("--min_accuracy", type=float, default=0.0,
                         help="exit 1 if the chief's held-out accuracy is below this")
     FLAGS, unparsed = parser.parse_known_args()
+    if FLAGS.checkpoint_dir is None:
+        FLAGS.checkpoint_dir = "/tmp/train_logs_sync" if FLAGS.sync else "/tmp/train_logs"
     # Show what the sessions do (waiting for the chief, restoring, recovering), with times.
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s",
