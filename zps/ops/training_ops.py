@@ -251,7 +251,7 @@ def _apply_gradient_descent_kernel(ctx, var, alpha, delta, use_locking):
         return apply_streamed(ctx, var, delta, var.lock if use_locking else None,
                               lambda w, g: _gd_update(ctx.xp, ctx.xp.empty_like(g), None, w, g,
                                                       alpha),
-                              lambda w, g: w.__iadd__(g * alpha), "ApplyGradientDescent")
+                              lambda w, g: ctx.xp.add(w, g * alpha, out=w), "ApplyGradientDescent")
     return _apply_dense(ctx, (var,), delta, use_locking, _gd_update, alpha)
 
 

@@ -64,6 +64,8 @@ def recv_frames(sock):
         frame = _base_recv(sock, _NOBLOCK, False, False)
         frames.append(frame)
     return frames
+
+
 _HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                      | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
 _answer_lock = threading.Lock()   # makes Responder's exactly-once check atomic across threads

@@ -43,9 +43,10 @@ FRAME_BYTES = 1 << 20
 # buffer this small comes from glibc's heap once its mmap threshold has adapted (up to 32 MB), so
 # it is not a fresh mapping to page-fault every time.
 SINGLE_FRAME_BYTES = 4 << 20
-# Below this size a frame is copied into the message; above it it is sent zero-copy. Tensors
-# smaller than this are packed several to a frame: a frame costs ~10 us to send and receive
-# whatever its size, so a message of 1,000 16 KB tensors took ~20 ms in frames and ~4 ms packed.
+# pyzmq copies a frame below this size into the message (its copy_threshold) and sends a larger
+# one zero-copy. Tensors smaller than this are packed several to a frame: a frame costs ~10 us to
+# send and receive whatever its size, so a message of 1,000 16 KB tensors took ~20 ms in frames
+# and ~4 ms packed.
 ZERO_COPY_BYTES = 64 << 10
 PACK_ALIGN = 16   # packed tensors start at multiples of this (numpy's widest element: complex128)
 
