@@ -151,3 +151,21 @@ def test_rendezvous_hands_a_streaming_tensor_only_to_receivers_that_take_it():
     assert len(whole) == 1 and whole[0] is waited.array
     broken.fail(ConnectionError("gone"))
     assert isinstance(failed[0], errors.AbortedError) and "gone" in str(failed[0])
+
+
+def test_a_gradient_that_stops_arriving_is_undone():
+    start = np.arange(N, dtype=np.float32)
+    grad = np.full(N, 2.0, np.float32)
+    ref, incoming = _Ref(start.copy()), _arriving(grad)
+    ctx = StepContext(ResourceManager())
+    t, out = _run_in_thread(lambda: _kernel("ApplyGradientDescent")(
+        ctx, ref, np.float32(0.25), incoming, True))
+    _deliver(incoming, grad, N // 2)
+    deadline = time.monotonic() + 10
+    while ref.value[0] == start[0] and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert ref.value[0] == start[0] - 0.5                         # applied while arriving...
+    incoming.fail(ConnectionError("sender went away"))
+    t.join(10)
+    np.testing.assert_array_equal(ref.value, start)               # ...and undone
+    assert isinstance(out[0], errors.AbortedError)
