@@ -573,3 +573,19 @@ def test_unsorted_segment_sum_of_rows_matches_add_at(distinct, total):
     with tf.Graph().as_default():
         got = tf.Session().run(tf.unsorted_segment_sum(values, ids, distinct))
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)   # float32 sum order
+
+
+@pytest.mark.parametrize("segments", [4088, 4096, 1 << 20])
+def test_unsorted_segment_sum_of_mostly_distinct_rows_sums_in_input_order(segments):
+    """Non-negative, mostly distinct ids (a deduplicated lookup's gradient) are counted instead of
+    sorted; each repeated id's rows are summed in input order, so the result is add.at's exactly.
+    With far more segments than rows, the sort path does it (the same exact result)."""
+    rng = np.random.default_rng(segments)
+    ids = np.concatenate([rng.permutation(4088), rng.integers(0, 4088, 8)])
+    rng.shuffle(ids)
+    values = rng.standard_normal((ids.size, 16)).astype(np.float32)
+    expected = np.zeros((segments, 16), np.float32)
+    np.add.at(expected, ids, values)
+    with tf.Graph().as_default():
+        got = tf.Session().run(tf.unsorted_segment_sum(values, ids, segments))
+    np.testing.assert_array_equal(got, expected)

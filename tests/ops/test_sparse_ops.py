@@ -65,6 +65,24 @@ def test_unique_keeps_first_occurrence_order():
     assert ev.shape == (0,) and ei.shape == (0,)
 
 
+def test_unique_matches_a_first_occurrence_reference_on_random_inputs():
+    rng = np.random.default_rng(7)
+    cases = [rng.integers(0, 1 << 40, 5000), rng.integers(-3, 3, 5000).astype(np.int32),
+             rng.integers(0, 20, 1), rng.random(3000).round(2)]
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [None])
+        xi = tf.placeholder(tf.int64, [None])
+        outs = {np.float64: partition_ops.unique(x), np.int64: partition_ops.unique(xi)}
+        with tf.Session() as sess:
+            for case in cases:
+                kind = np.float64 if case.dtype.kind == "f" else np.int64
+                y, idx = sess.run(outs[kind], {x if kind is np.float64 else xi: case})
+                want = list(dict.fromkeys(case.tolist()))   # first-occurrence order
+                position = {v: i for i, v in enumerate(want)}
+                np.testing.assert_array_equal(y, want)
+                np.testing.assert_array_equal(idx, [position[v] for v in case.tolist()])
+
+
 def test_dynamic_partition_and_stitch_round_trip():
     data = np.arange(24, dtype=np.float32).reshape(6, 2, 2)
     parts = np.array([[2, 0], [1, 2], [0, 0]])

