@@ -30,6 +30,7 @@ import collections
 import concurrent.futures
 import functools
 import itertools
+import operator
 import queue
 import threading
 import time
@@ -102,10 +103,23 @@ _TRASH = 0     # value slot for outputs nobody reads (e.g. a fed output of an op
 _CHUNK = 1000  # ops per generated function: compiling one huge function is superlinear
 
 
+def _args_getter(ins, deref):
+    """A function of the value slots returning a step's input values (the dataflow loop calls it
+    once per kernel: a plain tuple getter where no input is a variable container to read)."""
+    if deref:
+        return lambda vals: [vals[j].read() if i in deref else vals[j] for i, j in enumerate(ins)]
+    if not ins:
+        return lambda vals: ()
+    if len(ins) == 1:
+        j = ins[0]
+        return lambda vals: (vals[j],)
+    return operator.itemgetter(*ins)
+
+
 class _Step:
     """One kernel call of a plan: which value slots it reads and writes."""
 
-    __slots__ = ("op", "fn", "ins", "deref", "outs", "is_async")
+    __slots__ = ("op", "fn", "ins", "deref", "outs", "is_async", "args")
 
     def __init__(self, op, fn, ins, deref, outs, is_async):
         self.op = op
@@ -114,9 +128,7 @@ class _Step:
         self.deref = deref      # input positions holding a variable container to read
         self.outs = outs        # value slots of the outputs
         self.is_async = is_async
-
-    def args(self, vals):
-        return [vals[j].read() if i in self.deref else vals[j] for i, j in enumerate(self.ins)]
+        self.args = _args_getter(ins, deref)   # args(vals): the kernel's input values
 
     def store(self, vals, result):
         if len(self.outs) == 1:
