@@ -236,6 +236,40 @@ def test_async_kernels_let_ready_ops_run_while_they_wait():
         assert flushes  # pending sends are flushed before the loop waits
 
 
+def test_what_a_send_takes_runs_first_and_goes_out_before_the_partition_computes_on():
+    """Of the ready ops, those feeding a _Send (directly or through forwarding ops) run first;
+    while the partition waits for a tensor (a pending Recv), the sends are flushed before it
+    computes on: the ids of an embedding lookup leave before the positions to stitch the rows
+    back are computed. Without a pending wait the sends keep batching until the end."""
+    import zps.distributed.transfer_ops  # noqa: F401 - registers _Send
+
+    for pending_wait in (True, False):
+        RAN.clear()
+        events = []
+        with tf.Graph().as_default() as g:
+            x = tf.placeholder(tf.float32, [])
+            later = counter(x, name="later")         # created first: FIFO would run it first
+            sent = tf.identity(counter(x, name="sent"))
+            send = g.create_op("_Send", [sent], {"key": "k", "dst": "/job:ps/task:0"}, name="send")
+            out = later
+            if pending_wait:
+                out = g.create_op("ZpsTestHold", [x], {"key": "rows"}, name="rows").outputs[0] \
+                    + later
+            plan = Plan([x], [out], [send])
+        extras = {"send": lambda dst, key, value: events.append("send %s" % key),
+                  "flush": lambda: events.append("flush " + ",".join(RAN))}
+        done = []
+        plan.start(StepContext(ResourceManager(), extras=extras), [np.float32(1.0)],
+                   lambda values, error: done.append((values, error)), lambda fn: fn())
+        if pending_wait:
+            HELD.pop("rows")(np.float32(2.0))
+        assert done == [([3.0 if pending_wait else 1.0], None)]
+        assert RAN == ["sent", "later"]
+        # The flush that follows the send comes before "later" runs only when a wait is pending.
+        first_flush = "flush sent" if pending_wait else "flush sent,later"
+        assert events[:2] == ["send k", first_flush], events
+
+
 def test_async_kernel_failure_is_raised_naming_the_op():
     with tf.Graph().as_default() as g:
         x = tf.placeholder(tf.float32, [])

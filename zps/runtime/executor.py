@@ -328,7 +328,8 @@ class Plan:
             dependents, pending = _dependencies(self._steps, None)
             inline = [_inline_kind(s, self._gpu) for s in self._steps]
             self._dataflow = (dependents, pending, inline,
-                              [_timeline_label(step.op) for step in self._steps])
+                              [_timeline_label(step.op) for step in self._steps],
+                              _urgency(self._steps, dependents))
         return self._dataflow
 
     def _run_compiled(self, ctx, vals):
@@ -432,15 +433,21 @@ class _Run:
     """
 
     __slots__ = ("plan", "ctx", "vals", "done", "offload", "records", "pending", "ready",
-                 "completions", "lock", "active", "finished", "left", "waiting", "started",
-                 "lanes", "info")
+                 "later", "sent", "completions", "lock", "active", "finished", "left", "waiting",
+                 "started", "lanes", "info")
 
     def __init__(self, plan, ctx, vals, done, offload, records):
         self.plan, self.ctx, self.vals = plan, ctx, vals
         self.done, self.offload, self.records = done, offload, records
         self.info = plan._dataflow_info()
         self.pending = self.info[1].copy()
-        self.ready = collections.deque(k for k, n in enumerate(self.pending) if n == 0)
+        urgent = self.info[4]
+        # Ready steps: those a _Send waits for first (``ready``), the others once none is left
+        # (``later``), so that what other tasks wait for goes out before this task computes on.
+        self.ready = collections.deque(k for k, n in enumerate(self.pending) if n == 0 and urgent[k])
+        self.later = collections.deque(k for k, n in enumerate(self.pending)
+                                       if n == 0 and not urgent[k])
+        self.sent = False    # a _Send ran since the sends were last flushed
         self.completions = collections.deque()
         self.lock = threading.Lock()
         self.active = True   # by the thread that creates it, until its first drive returns
@@ -485,10 +492,16 @@ class _Run:
         self._finish(None)
 
     def _drive(self, heavy_ok):
-        steps, vals, ctx, ready, records = self.plan._steps, self.vals, self.ctx, self.ready, \
-            self.records
-        dependents, _, inline, labels = self.info
+        steps, vals, ctx, ready, later, records = self.plan._steps, self.vals, self.ctx, \
+            self.ready, self.later, self.records
+        dependents, _, inline, labels, urgent = self.info
         while True:
+            if not ready and later:
+                if self.sent and self.waiting:
+                    # This partition waits for something that may need what it sent (the rows
+                    # for the ids it sends): that goes out before it computes on.
+                    self._flush()
+                ready.append(later.popleft())
             if ready:
                 k = ready[0]
                 step = steps[k]
@@ -548,13 +561,16 @@ class _Run:
             if not self.left:
                 self._flush()   # before done: the caller may wait for what these sends unblock
                 return True
+            if urgent[k] == _SENDS:
+                self.sent = True
             pending = self.pending
             for d in dependents[k]:
                 pending[d] -= 1
                 if pending[d] == 0:
-                    ready.append(d)
+                    (ready if urgent[d] else later).append(d)
 
     def _flush(self):
+        self.sent = False
         flush = self.ctx.extras.get("flush")
         if flush is None:
             return
@@ -616,6 +632,31 @@ def _dependencies(steps, slots):
             dependents[w].add(k)
         pending[k] = len(waits)
     return [sorted(d) for d in dependents], pending
+
+
+_SENDS = 2   # _urgency of a _Send; 1: a step feeding one; 0: the others
+# Ops that only pass a value on (or a control token): a step feeding a _Send through them still
+# feeds it directly.
+_FORWARDING = frozenset(("Identity", "IdentityN", "Reshape", "ExpandDims", "Squeeze",
+                         "StopGradient", "NoOp", "Const"))
+
+
+def _urgency(steps, dependents):
+    """Per step: _SENDS for a _Send; 1 for a step whose output a _Send takes (directly or through
+    forwarding ops: an optimizer's gradient through its tuple Identity, an update through a
+    control token); else 0. The dataflow loop runs these first and flushes the sends before it
+    computes on, so another task gets (say) a layer's gradient while this one computes the
+    next, and the ids of an embedding lookup leave before the positions to stitch the rows back
+    are computed. Steps are in topological order, so one backward pass does it."""
+    urgency = [0] * len(steps)
+    for k in range(len(steps) - 1, -1, -1):
+        op_type = steps[k].op.type
+        if op_type == "_Send":
+            urgency[k] = _SENDS
+        elif any(urgency[d] == _SENDS or urgency[d] and steps[d].op.type in _FORWARDING
+                 for d in dependents[k]):
+            urgency[k] = 1
+    return urgency
 
 
 def op_error(exc, op):
