@@ -230,6 +230,25 @@ def test_sparse_update_matches_tf1_formula(case):
             np.testing.assert_array_equal(h[[2, 3]], a[[2, 3]])
 
 
+@pytest.mark.parametrize("case", sorted(SPARSE_CASES))
+def test_sparse_update_of_many_rows_in_several_blocks_matches_tf1_formula(case):
+    """Enough rows of a rank-3 variable that the update runs in several blocks of rows (each
+    gathered into scratch, updated, scattered back): unsorted distinct ids, then repeats."""
+    num_slots, build, ref = SPARSE_CASES[case]
+    arrays = _initial_arrays(case.replace("Sparse", ""), num_slots, (5000, 2, 4))
+    rng = np.random.default_rng(5)
+    indices = [rng.permutation(5000)[:4500].astype(np.int64), rng.integers(0, 5000, 300)]
+    grads = [rng.standard_normal((i.size, 2, 4)).astype(np.float32) for i in indices]
+    feeds = _adam_feeds(grads) if "Adam" in case else [{"g": g} for g in grads]
+    for feed, i in zip(feeds, indices):
+        feed["i"] = i
+    history, _ = run_steps(arrays, build, feeds)
+    expected = [a.astype(np.float64) for a in arrays]
+    for t, (i, g) in enumerate(zip(indices, grads), 1):
+        expected = ref(expected, i, g.astype(np.float64), t)
+        _assert_all_close(history[t - 1], expected)
+
+
 def test_sparse_update_of_a_vector_and_empty_indices():
     w0 = f32(5)
     history, _ = run_steps([w0], lambda v, p: ops.sparse_apply_gradient_descent(v[0], 2.0, p["g"],

@@ -442,8 +442,8 @@ class _Run:
         self.info = plan._dataflow_info()
         self.pending = self.info[1].copy()
         urgent = self.info[4]
-        # Ready steps: those a _Send waits for first (``ready``), the others once none is left
-        # (``later``), so that what other tasks wait for goes out before this task computes on.
+        # Ready steps: those a _Send takes first (``ready``), the others once none is left
+        # (``later``), so that what other tasks wait for is sent before this task computes on.
         self.ready = collections.deque(k for k, n in enumerate(self.pending) if n == 0 and urgent[k])
         self.later = collections.deque(k for k, n in enumerate(self.pending)
                                        if n == 0 and not urgent[k])
@@ -644,10 +644,11 @@ _FORWARDING = frozenset(("Identity", "IdentityN", "Reshape", "ExpandDims", "Sque
 def _urgency(steps, dependents):
     """Per step: _SENDS for a _Send; 1 for a step whose output a _Send takes (directly or through
     forwarding ops: an optimizer's gradient through its tuple Identity, an update through a
-    control token); else 0. The dataflow loop runs these first and flushes the sends before it
-    computes on, so another task gets (say) a layer's gradient while this one computes the
-    next, and the ids of an embedding lookup leave before the positions to stitch the rows back
-    are computed. Steps are in topological order, so one backward pass does it."""
+    control token); else 0. The dataflow loop runs these first and, while the partition waits
+    for a tensor, flushes the sends before it computes on: the ids of an embedding lookup leave
+    before the positions to stitch their rows back are computed (-5% per step on a 2-ps lookup
+    of 4096 ids). Without a wait pending the sends keep batching (more messages cost more than
+    they save: -5% on an MLP). Steps are in topological order, so one backward pass does it."""
     urgency = [0] * len(steps)
     for k in range(len(steps) - 1, -1, -1):
         op_type = steps[k].op.type
