@@ -553,3 +553,46 @@ def test_which_stateful_ops_may_run_on_a_light_thread_is_declared_by_each_op():
     assert all(d.light_ok for d in ops.values() if not d.stateful)
     assert {t: d.streams_input for t, d in ops.items() if d.streams_input is not None} == {
         "AssignAdd": 1, "AssignSub": 1, "ApplyGradientDescent": 2}
+
+
+# -- steps that run no kernel ----------------------------------------------------------------------
+def test_an_identity_that_only_passes_a_value_on_runs_no_kernel():
+    """Its readers read its input; an identity ordered by or ordering control edges, or reading a
+    variable, still runs (and waits) as a kernel."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        plain = tf.identity(x * 2.0)
+        passed = Plan([x], [plain + 1.0, plain], [])
+        assert passed.num_kernels == 2   # Mul and Add: the identity is gone
+        assert run(passed, [np.float32(3.0)]) == [7.0, 6.0]
+        first = counter(x, name="first")
+        with tf.control_dependencies([first]):
+            ordered = tf.identity(x)
+        last = counter(ordered, name="last")
+        RAN.clear()
+        plan = Plan([x], [last], [])
+        assert plan.num_kernels == 3 and run(plan, [np.float32(1.0)]) == [1.0]
+        assert RAN == ["first", "last"]
+        orders = tf.identity(x)
+        with tf.control_dependencies([orders]):
+            after = counter(x, name="after")
+        assert Plan([x], [after], []).num_kernels == 2
+        v = tf.Variable(1.0, name="v")
+        assert Plan([], [tf.identity(v)], []).num_kernels == 1   # the read of v
+
+
+def test_variable_containers_are_put_in_place_per_resource_manager():
+    """A variable op runs no kernel: the plan looks its container up once per resource manager,
+    so one plan run against two managers reads each one's variable."""
+    with tf.Graph().as_default():
+        v = tf.Variable(0.0, name="v")
+        plan = Plan([], [v.value() + 1.0], [])
+        assert plan.num_kernels == 2   # the read and the add
+        managers = [ResourceManager(), ResourceManager()]
+        for value, resources in zip((10.0, 20.0), managers):
+            resources.variable("v").value = np.float32(value)
+        for _ in range(2):
+            got = [plan.run(StepContext(r), []) for r in managers]
+            assert got == [[11.0], [21.0]]
+        with pytest.raises(errors.FailedPreconditionError, match="uninitialized value v"):
+            plan.run(StepContext(ResourceManager()), [])

@@ -173,9 +173,17 @@ class Plan:
         for t in self.feeds:
             slot(t)
         steps = []
+        ordering = {c for op in self.ops for c in op._control_inputs}
+        variables = []   # (slot, name) of the variables whose containers _prepare puts in place
         for op in self.ops:
             if _foldable(op, fed):
                 slot(op.outputs[0])
+                continue
+            if gpus is None and _forwards(op, fed, ordering):
+                slots[op.outputs[0]] = slot(op.inputs[0])   # its readers read its input
+                continue
+            if gpus is None and _names_container(op, fed, ordering):
+                variables.append((slot(op.outputs[0]), op._attrs["shared_name"] or op.name))
                 continue
             opdef = op.op_def
             deref = frozenset(i for i, t in enumerate(op.inputs)
@@ -195,6 +203,8 @@ class Plan:
         if gpus is not None:
             gpus.fill_template(template)
         self._template = template
+        self._variables = variables
+        self._containers = (None, ())   # (the ResourceManager, its containers for _variables)
         self._steps = steps
         self._fns = [s.fn for s in steps]
         self._feed_slots = [slots[t] for t in self.feeds]
@@ -228,7 +238,7 @@ class Plan:
         fails. ``records``: None, or a list to extend with one ``(op name, start us, end us,
         timeline label, lane)`` per kernel call (``RunOptions.FULL_TRACE``, see ``run_traced``).
         """
-        vals = self._prepare(feed_values)
+        vals = self._prepare(feed_values, ctx)
         if records is None and not self.may_block:
             # Kernels follow IEEE semantics silently, as TF1's do: log(0) is -inf, 0/0 is nan.
             with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
@@ -278,7 +288,7 @@ class Plan:
         until it waits, and completions continue it (on the pool when they come from a thread
         that is not light)."""
         try:
-            vals = self._prepare(feed_values)
+            vals = self._prepare(feed_values, ctx)
         except Exception as e:  # noqa: BLE001 - reported through done like any failure
             done(None, e)
             return
@@ -312,8 +322,17 @@ class Plan:
         records = []
         return self.run(ctx, feed_values, records=records), records
 
-    def _prepare(self, feed_values):
+    def _prepare(self, feed_values, ctx):
         vals = self._template.copy()
+        if self._variables:
+            # A task's variable containers are created once and never replaced: looked up once
+            # per resource manager (a kernel call per variable and step before).
+            resources, containers = self._containers
+            if resources is not ctx.resources:
+                containers = [(s, ctx.resources.variable(name)) for s, name in self._variables]
+                self._containers = (ctx.resources, containers)
+            for s, c in containers:
+                vals[s] = c
         for s, v in zip(self._feed_slots, feed_values):
             vals[s] = v
         for s in self._ref_feeds:
@@ -677,6 +696,22 @@ def op_error(exc, op):
                                     % (type(exc).__name__, exc))
     return cls(op.name, op, "%s (op %s of type %s): %s: %s"
                % ("Failed to run op", op.name, op.type, type(exc).__name__, exc))
+
+
+def _forwards(op, fed, ordering):
+    """An Identity that only passes a value on: its readers read its input's slot and no kernel
+    runs (a kernel call costs ~1 us in the dataflow loop; models are full of identities). Not an
+    Identity of a variable (it reads the variable when it runs), one ordered by or ordering
+    other ops through control edges, or one whose output is fed."""
+    return (op.type == "Identity" and not op._control_inputs and op not in ordering
+            and not op._inputs[0].is_ref and op._outputs[0] not in fed)
+
+
+def _names_container(op, fed, ordering):
+    """A variable op, whose output (the variable's container in the step's resource manager)
+    ``Plan._prepare`` puts in place instead of a kernel call; not one with control edges."""
+    return (op.type == "VariableV2" and not op._control_inputs and op not in ordering
+            and op._outputs[0] not in fed)
 
 
 def _foldable(op, fed):
