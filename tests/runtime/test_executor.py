@@ -596,3 +596,26 @@ def test_variable_containers_are_put_in_place_per_resource_manager():
             assert got == [[11.0], [21.0]]
         with pytest.raises(errors.FailedPreconditionError, match="uninitialized value v"):
             plan.run(StepContext(ResourceManager()), [])
+
+
+def test_a_variable_read_only_sent_is_read_by_its_send():
+    """A ps sending a variable: the _Send reads the variable when it runs (no read kernel); a
+    read that something else takes too still runs, once, for all its readers."""
+    import zps.distributed.transfer_ops  # noqa: F401 - registers _Send
+
+    with tf.Graph().as_default() as g:
+        v = tf.Variable(0.0, name="v")
+        send = g.create_op("_Send", [v.value()], {"key": "k", "dst": "/job:w/task:0"}, name="s")
+        only_sent = Plan([], [], [send])
+        read = v.value()
+        send2 = g.create_op("_Send", [read], {"key": "k2", "dst": "/job:w/task:0"}, name="s2")
+        also_added = Plan([], [read + 1.0], [send2])
+    assert only_sent.num_kernels == 1 and also_added.num_kernels == 3
+    resources = ResourceManager()
+    resources.variable("v").value = np.float32(4.0)
+    sent = {}
+    ctx = StepContext(resources, extras={"send": lambda dst, key, value: sent.update({key: value}),
+                                         "flush": lambda: None})
+    only_sent.run(ctx, [])
+    assert also_added.run(ctx, []) == [5.0]
+    assert sent == {"k": 4.0, "k2": 4.0}

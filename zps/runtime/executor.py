@@ -175,6 +175,7 @@ class Plan:
         steps = []
         ordering = {c for op in self.ops for c in op._control_inputs}
         variables = []   # (slot, name) of the variables whose containers _prepare puts in place
+        sent_reads = _sent_reads(self.ops, fed, ordering, self.fetches) if gpus is None else {}
         for op in self.ops:
             if _foldable(op, fed):
                 slot(op.outputs[0])
@@ -185,10 +186,12 @@ class Plan:
             if gpus is None and _names_container(op, fed, ordering):
                 variables.append((slot(op.outputs[0]), op._attrs["shared_name"] or op.name))
                 continue
+            if op._outputs and op._outputs[0] in sent_reads:
+                continue   # its _Send reads the variable itself
             opdef = op.op_def
             deref = frozenset(i for i, t in enumerate(op.inputs)
-                              if t.is_ref and i not in opdef.ref_inputs)
-            ins = tuple(slot(t) for t in op.inputs)
+                              if t.is_ref and i not in opdef.ref_inputs or t in sent_reads)
+            ins = tuple(slot(sent_reads.get(t, t)) for t in op.inputs)
             if gpus is None:
                 fn = _bind_kernel(op, backend)
             else:
@@ -705,6 +708,21 @@ def _forwards(op, fed, ordering):
     other ops through control edges, or one whose output is fed."""
     return (op.type == "Identity" and not op._control_inputs and op not in ordering
             and not op._inputs[0].is_ref and op._outputs[0] not in fed)
+
+
+def _sent_reads(ops, fed, ordering, fetches):
+    """``{read output: variable ref}`` for the reads of a variable (an Identity of its ref, as
+    ``v/read``) whose only reader is a _Send (a ps sending a variable to a worker): the _Send
+    reads the variable itself when it runs, one kernel less per variable and step. Not a read
+    with control edges, fetched or fed (it could then be ordered or seen apart from the send)."""
+    readers = collections.Counter(t for op in ops for t in op._inputs)
+    sends = {t for op in ops if op.type == "_Send" for t in op._inputs}
+    fetched = set(fetches)
+    return {op._outputs[0]: op._inputs[0] for op in ops
+            if op.type == "Identity" and op._inputs[0].is_ref and not op._control_inputs
+            and op not in ordering and op._outputs[0] not in fed
+            and op._outputs[0] not in fetched and readers[op._outputs[0]] == 1
+            and op._outputs[0] in sends}
 
 
 def _names_container(op, fed, ordering):
