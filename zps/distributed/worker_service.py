@@ -217,11 +217,15 @@ class _Outbox:
         self._server = server
         self._step_id = step_id
         self._pending = {}
+        self._routes = {}   # dst -> (address, the server there if in this process)
         self._lock = threading.Lock()
 
     def send(self, dst, key, value):
-        address = self._server.address_of(dst)
-        local = self._server.local_peer(address)
+        route = self._routes.get(dst)
+        if route is None:
+            address = self._server.address_of(dst)
+            route = self._routes[dst] = (address, self._server.local_peer(address))
+        address, local = route
         if local is not None:
             local.rendezvous.put(self._step_id, key, value)
             return
