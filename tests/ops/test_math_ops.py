@@ -560,3 +560,20 @@ def test_casts_and_their_constant_folding():
         out = _run(ys)
     np.testing.assert_array_equal(out[0], [1, -1])
     assert out[2].dtype == np.float64
+
+
+def test_the_gradient_of_a_scalar_loss_does_not_compute_the_loss():
+    """As TF1 (grad_ys is a fill of the folded static shape): training without fetching a
+    scalar loss does not run the loss op; a loss of unknown shape is still needed for its shape."""
+    from zps.runtime.executor import prune
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [3])
+        loss = tf.reduce_sum(tf.square(x), name="loss")
+        g, = tf.gradients(loss, [x])
+        assert loss.op not in prune([g], [], set())
+        np.testing.assert_allclose(tf.Session().run(g, {x: [1.0, 2.0, 3.0]}), [2.0, 4.0, 6.0])
+        v = tf.placeholder(tf.float32, [None])
+        sq = tf.square(v, name="sq")
+        gv, = tf.gradients(sq, [v])
+        assert sq.op in prune([gv], [], set())
+        np.testing.assert_allclose(tf.Session().run(gv, {v: [1.0, -2.0]}), [2.0, -4.0])

@@ -62,7 +62,13 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                 if not y.dtype.is_floating:
                     raise TypeError("Gradients of %s are only defined for floating-point ys; it "
                                     "has dtype %s" % (y.name, y.dtype.name))
-                gy = array_ops.ones_like(y, name="grad_ys_%d" % i)
+                if y.get_shape().is_fully_defined():
+                    # As TF1 (a fill of the folded static shape): the gradient does not wait
+                    # for y, so a step that does not fetch a scalar loss does not compute it.
+                    gy = array_ops.ones(y.get_shape().as_list(), dtype=y.dtype,
+                                        name="grad_ys_%d" % i)
+                else:
+                    gy = array_ops.ones_like(y, name="grad_ys_%d" % i)
             else:
                 gy = convert_to_tensor(gy, dtype=y.dtype)
             grads[y].append(gy)
