@@ -210,13 +210,11 @@ SPARSE_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(SPARSE_CASES))
-def test_sparse_update_matches_tf1_formula(case):
+def _check_sparse_steps(case, shape, indices, grads):
+    """Run ``case``'s sparse update over the steps (indices, grads) from fresh arrays of
+    ``shape``, checking each step against TF1's formula; returns (initial, final) arrays."""
     num_slots, build, ref = SPARSE_CASES[case]
-    arrays = _initial_arrays(case.replace("Sparse", ""), num_slots, (6, 3))
-    # Step 1 repeats index 4 (its rows are summed); step 2 touches other rows.
-    indices = [np.array([4, 1, 4], np.int32), np.array([0, 5], np.int32)]
-    grads = [f32(3, 3), f32(2, 3)]
+    arrays = _initial_arrays(case.replace("Sparse", ""), num_slots, shape)
     feeds = _adam_feeds(grads) if "Adam" in case else [{"g": g} for g in grads]
     for feed, i in zip(feeds, indices):
         feed["i"] = i
@@ -225,8 +223,17 @@ def test_sparse_update_matches_tf1_formula(case):
     for t, (i, g) in enumerate(zip(indices, grads), 1):
         expected = ref(expected, i, g.astype(np.float64), t)
         _assert_all_close(history[t - 1], expected)
+    return arrays, history[-1]
+
+
+@pytest.mark.parametrize("case", sorted(SPARSE_CASES))
+def test_sparse_update_matches_tf1_formula(case):
+    # Step 1 repeats index 4 (its rows are summed); step 2 touches other rows.
+    arrays, final = _check_sparse_steps(
+        case, (6, 3), [np.array([4, 1, 4], np.int32), np.array([0, 5], np.int32)],
+        [f32(3, 3), f32(2, 3)])
     if "Adam" not in case:  # rows never touched keep their values (Adam is not lazy in TF1)
-        for a, h in zip(arrays, history[-1]):
+        for a, h in zip(arrays, final):
             np.testing.assert_array_equal(h[[2, 3]], a[[2, 3]])
 
 
@@ -234,19 +241,10 @@ def test_sparse_update_matches_tf1_formula(case):
 def test_sparse_update_of_many_rows_in_several_blocks_matches_tf1_formula(case):
     """Enough rows of a rank-3 variable that the update runs in several blocks of rows (each
     gathered into scratch, updated, scattered back): unsorted distinct ids, then repeats."""
-    num_slots, build, ref = SPARSE_CASES[case]
-    arrays = _initial_arrays(case.replace("Sparse", ""), num_slots, (5000, 2, 4))
     rng = np.random.default_rng(5)
     indices = [rng.permutation(5000)[:4500].astype(np.int64), rng.integers(0, 5000, 300)]
     grads = [rng.standard_normal((i.size, 2, 4)).astype(np.float32) for i in indices]
-    feeds = _adam_feeds(grads) if "Adam" in case else [{"g": g} for g in grads]
-    for feed, i in zip(feeds, indices):
-        feed["i"] = i
-    history, _ = run_steps(arrays, build, feeds)
-    expected = [a.astype(np.float64) for a in arrays]
-    for t, (i, g) in enumerate(zip(indices, grads), 1):
-        expected = ref(expected, i, g.astype(np.float64), t)
-        _assert_all_close(history[t - 1], expected)
+    _check_sparse_steps(case, (5000, 2, 4), indices, grads)
 
 
 def test_sparse_update_of_a_vector_and_empty_indices():

@@ -46,35 +46,29 @@ def _unique_kernel(ctx, x, out_idx):
     idx_dtype = out_idx.as_numpy_dtype
     if x.size == 0:
         return [x.copy(), xp.zeros((0,), dtype=idx_dtype)]
-    # TF1 keeps the values in order of first occurrence (numpy's unique sorts them).
+    # TF1 keeps the values in order of first occurrence (numpy's unique sorts them). On numpy an
+    # unstable sort, each value's first position being the minimum over its run: 2.3x faster than
+    # a stable sort for 4096 ids (270 -> 117 us; every embedding lookup deduplicates its ids).
+    order = np.argsort(x) if xp is np else xp.argsort(x, kind="stable")
+    sx = x[order]
+    new_value = xp.empty(x.size, dtype=bool)
+    new_value[0] = True
+    xp.not_equal(sx[1:], sx[:-1], out=new_value[1:])
+    run = xp.cumsum(new_value) - 1      # each sorted value's index among the distinct values
+    inverse = xp.empty(x.size, dtype=idx_dtype)
     if xp is np:
-        # An unstable sort with each value's first position as the minimum over its run:
-        # 2.3x faster than a stable sort for 4096 ids (270 -> 117 us; every embedding lookup
-        # deduplicates its ids with this).
-        order = np.argsort(x)
-        sx = x[order]
-        new_value = np.empty(x.size, dtype=bool)
-        new_value[0] = True
-        np.not_equal(sx[1:], sx[:-1], out=new_value[1:])
         first = np.minimum.reduceat(order, np.flatnonzero(new_value))
         is_first = np.zeros(x.size, dtype=bool)
         is_first[first] = True
         rank = np.cumsum(is_first, dtype=idx_dtype)   # 1 + rank of each first occurrence
         rank -= 1
-        inverse = np.empty(x.size, dtype=idx_dtype)
-        inverse[order] = rank[first][np.cumsum(new_value) - 1]
+        inverse[order] = rank[first][run]
         return [x[is_first], inverse]
-    order = xp.argsort(x, kind="stable")   # one stable sort does it all on other backends
-    sx = x[order]
-    new_value = xp.empty(x.size, dtype=bool)
-    new_value[0] = True
-    xp.not_equal(sx[1:], sx[:-1], out=new_value[1:])
     first = order[new_value]            # where each distinct value first occurs (stable sort)
     by_first = xp.argsort(first)        # the distinct values in order of first occurrence
     rank = xp.empty(first.size, dtype=idx_dtype)
     rank[by_first] = xp.arange(first.size, dtype=idx_dtype)
-    inverse = xp.empty(x.size, dtype=idx_dtype)
-    inverse[order] = rank[xp.cumsum(new_value) - 1]
+    inverse[order] = rank[run]
     return [x[first[by_first]], inverse]
 
 

@@ -353,9 +353,12 @@ class Plan:
         if self._dataflow is None:   # built on first use; a benign race between threads
             dependents, pending = _dependencies(self._steps, None)
             inline = [_inline_kind(s, self._gpu) for s in self._steps]
+            urgent = _urgency(self._steps, dependents)
+            # The steps ready when a run starts: those a _Send takes, then the others.
+            first = [k for k, n in enumerate(pending) if n == 0]
             self._dataflow = (dependents, pending, inline,
-                              [_timeline_label(step.op) for step in self._steps],
-                              _urgency(self._steps, dependents))
+                              [_timeline_label(step.op) for step in self._steps], urgent,
+                              ([k for k in first if urgent[k]], [k for k in first if not urgent[k]]))
         return self._dataflow
 
     def _run_compiled(self, ctx, vals):
@@ -467,12 +470,10 @@ class _Run:
         self.done, self.offload, self.records = done, offload, records
         self.info = plan._dataflow_info()
         self.pending = self.info[1].copy()
-        urgent = self.info[4]
         # Ready steps: those a _Send takes first (``ready``), the others once none is left
         # (``later``), so that what other tasks wait for is sent before this task computes on.
-        self.ready = collections.deque(k for k, n in enumerate(self.pending) if n == 0 and urgent[k])
-        self.later = collections.deque(k for k, n in enumerate(self.pending)
-                                       if n == 0 and not urgent[k])
+        ready, later = self.info[5]
+        self.ready, self.later = collections.deque(ready), collections.deque(later)
         self.sent = False    # a _Send ran since the sends were last flushed
         self.completions = collections.deque()
         self.lock = threading.Lock()
@@ -520,7 +521,7 @@ class _Run:
     def _drive(self, heavy_ok):
         steps, vals, ctx, ready, later, records = self.plan._steps, self.vals, self.ctx, \
             self.ready, self.later, self.records
-        dependents, _, inline, labels, urgent = self.info
+        dependents, _, inline, labels, urgent, _ = self.info
         while True:
             if not ready and later:
                 if self.sent and self.waiting:
@@ -706,13 +707,17 @@ def op_error(exc, op):
                % ("Failed to run op", op.name, op.type, type(exc).__name__, exc))
 
 
+def _unordered(op, fed, ordering):
+    """Whether ``op`` neither waits for nor orders other ops through control edges and its output
+    is not fed: a step that runs no kernel (below) must be one of these."""
+    return not op._control_inputs and op not in ordering and op._outputs[0] not in fed
+
+
 def _forwards(op, fed, ordering):
     """An Identity that only passes a value on: its readers read its input's slot and no kernel
     runs (a kernel call costs ~1 us in the dataflow loop; models are full of identities). Not an
-    Identity of a variable (it reads the variable when it runs), one ordered by or ordering
-    other ops through control edges, or one whose output is fed."""
-    return (op.type == "Identity" and not op._control_inputs and op not in ordering
-            and not op._inputs[0].is_ref and op._outputs[0] not in fed)
+    Identity of a variable (it reads the variable when it runs)."""
+    return op.type == "Identity" and not op._inputs[0].is_ref and _unordered(op, fed, ordering)
 
 
 def _sent_reads(ops, fed, ordering, fetches):
@@ -724,8 +729,7 @@ def _sent_reads(ops, fed, ordering, fetches):
     sends = {t for op in ops if op.type == "_Send" for t in op._inputs}
     fetched = set(fetches)
     return {op._outputs[0]: op._inputs[0] for op in ops
-            if op.type == "Identity" and op._inputs[0].is_ref and not op._control_inputs
-            and op not in ordering and op._outputs[0] not in fed
+            if op.type == "Identity" and op._inputs[0].is_ref and _unordered(op, fed, ordering)
             and op._outputs[0] not in fetched and readers[op._outputs[0]] == 1
             and op._outputs[0] in sends}
 
@@ -733,8 +737,7 @@ def _sent_reads(ops, fed, ordering, fetches):
 def _names_container(op, fed, ordering):
     """A variable op, whose output (the variable's container in the step's resource manager)
     ``Plan._prepare`` puts in place instead of a kernel call; not one with control edges."""
-    return (op.type == "VariableV2" and not op._control_inputs and op not in ordering
-            and op._outputs[0] not in fed)
+    return op.type == "VariableV2" and _unordered(op, fed, ordering)
 
 
 def _foldable(op, fed):
