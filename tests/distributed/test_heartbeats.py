@@ -1,6 +1,7 @@
 """Heartbeats between the tasks of a cluster: each server sees its peers up or down (and restarted)
 while idle, reports them in its Status, and makes the next step register with a failed peer again."""
 
+import threading
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from zps.distributed import server as server_mod
 from zps.distributed.partition import Task
 from zps.testing.cluster import InProcessCluster, LocalCluster
 from zps.transport import endpoint
+from zps.transport.ports import free_ports
 
 INTERVAL = 0.3
 
@@ -79,6 +81,37 @@ def test_in_process_peers_down_and_restarted_bump_task_epochs(monkeypatch):
                          worker.heartbeats.snapshot()[ps_address], 10, "the ps seen up again")
         assert snap["incarnation"] == again.incarnation != old
         assert worker.task_epochs[ps_task] == 2
+
+
+def test_status_lists_every_peer_as_soon_as_the_server_answers(monkeypatch):
+    """The peer table exists before the socket is bound: a Status answered while the server is
+    still starting lists the peers (not yet seen up) instead of none (a CI flake: the worker's
+    table had no entry for the ps yet)."""
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", str(INTERVAL))
+    hold, held = threading.Event(), threading.Event()
+    real = server_mod.threads.limit_for_server
+
+    def slow_limit(*args):   # runs after the bind, before start() returns
+        held.set()
+        assert hold.wait(10)
+        return real(*args)
+
+    monkeypatch.setattr(server_mod.threads, "limit_for_server", slow_limit)
+    ps_port, worker_port = free_ports(2)
+    spec = {"ps": ["127.0.0.1:%d" % ps_port], "worker": ["127.0.0.1:%d" % worker_port]}
+    server = tf.train.Server(spec, job_name="worker", task_index=0, start=False)
+    starting = threading.Thread(target=server.start)
+    starting.start()
+    try:
+        assert held.wait(10)
+        peers = _status(spec["worker"][0])["peers"]
+        assert peers == {spec["ps"][0]: {"task": "/job:ps/task:0", "up": False,
+                                         "incarnation": None, "last_seen_s_ago": None}}
+        assert not server.heartbeats._thread.is_alive()   # beating starts with the server
+    finally:
+        hold.set()
+        starting.join(10)
+        server.stop()
 
 
 def test_stopping_a_server_stops_its_heartbeats(monkeypatch):

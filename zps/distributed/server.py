@@ -88,6 +88,8 @@ class PeerHeartbeats:
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name="zps-heartbeat-%s-%d" % (server.task.job,
                                                                       server.task.index))
+
+    def start(self):
         self._thread.start()
 
     def stop(self):
@@ -272,6 +274,12 @@ class Server:
         self.transport.run_in_io_thread(light_thread)
         self.pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=64, thread_name_prefix="zps-%s-%d" % (self._task.job, self._task.index))
+        # The peer table exists before the first request can come in: a Status answered at once
+        # lists every peer (not yet seen up) rather than none.
+        peers = [(Task(job, i), address) for job, i, address in self._cluster.tasks()
+                 if address != self._address]
+        if interval > 0 and peers:
+            self.heartbeats = PeerHeartbeats(self, peers, interval)
         try:
             # Receive limits: ZPS_MAX_{HEADER,TENSOR,MESSAGE}_BYTES (zps.transport.security).
             self._bound = self.transport.bind(self._address, self._handle,
@@ -280,6 +288,7 @@ class Server:
                                               early=_tensors_early)
         except endpoint.BindError as e:
             self.pool.shutdown(wait=False)
+            self.heartbeats = None
             raise errors.UnavailableError(
                 None, None, "Cannot start the server of %s at %s: %s"
                 % (self._task, self._address, e)) from None
@@ -290,10 +299,8 @@ class Server:
         self._stopped.clear()
         # Tasks sharing this machine must not each start one BLAS thread per core.
         threads.limit_for_server(self._cluster, self._address, self._config)
-        peers = [(Task(job, i), address) for job, i, address in self._cluster.tasks()
-                 if address != self._address]
-        if interval > 0 and peers:
-            self.heartbeats = PeerHeartbeats(self, peers, interval)
+        if self.heartbeats is not None:
+            self.heartbeats.start()
         log.info("server %s serving at %s (incarnation %s, %s)", self._task, self._address,
                  self.incarnation, "CURVE: only holders of allowed keys get in"
                  if self.transport.curve is not None else "no authentication")
