@@ -127,6 +127,27 @@ def test_running_steps_are_not_bounded_and_early_arrivals_still_work():
     assert not r.is_running(41)
 
 
+def test_a_message_of_tensors_is_put_at_once_and_a_repeated_key_refused_alone():
+    r = rdv.Rendezvous(max_early_steps=2, max_early_bytes=100)
+    got = []
+    r.recv(5, "b", got.append)                    # a Recv already waiting
+    refused = r.put_many(5, ["a", "b", "a", "c"], [1, 2, 3, 4])
+    assert refused == ["tensor 'a' was sent twice in step 5"]
+    assert got == [2]                             # delivered to its waiter
+    r.recv(5, "a", got.append)
+    r.recv(5, "c", got.append)
+    assert got == [2, 1, 4]                       # the first 'a' kept, the rest still put
+    r.put(5, "d", 5)
+    with pytest.raises(ValueError, match="'d' was sent twice"):
+        r.put(5, "d", 6)                          # put alone raises, as before
+    # An early message is bounded as a whole: it stays (the newest), older early steps go.
+    r.put_many(6, ["x"], [np.zeros(20, np.float32)])
+    r.put_many(7, ["y", "z"], [np.zeros(20, np.float32), np.zeros(20, np.float32)])
+    assert r.early_stats()["early_steps"] == 1 and r.early_stats()["early_bytes"] == 160
+    r.abort(8, errors.CancelledError(None, None, "stopped"))
+    assert r.put_many(8, ["k"], [1]) == [] and r.pending_steps() == 2   # dropped: aborted
+
+
 def test_server_bounds_tensors_sent_to_steps_that_never_run(server):
     server.rendezvous.max_early_steps = 50
     server.rendezvous.max_early_bytes = 64 << 10

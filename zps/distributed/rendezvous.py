@@ -146,27 +146,43 @@ class Rendezvous:
             self._aborted.popitem(last=False)
 
     def put(self, step_id, key, value):
-        """Deliver ``value`` for ``key`` of step ``step_id`` (dropped if the step was aborted)."""
+        """Deliver ``value`` for ``key`` of step ``step_id`` (dropped if the step was aborted).
+        Raises ValueError if ``key`` was already sent in that step."""
+        errors_ = self.put_many(step_id, (key,), (value,))
+        if errors_:
+            raise ValueError(errors_[0])
+
+    def put_many(self, step_id, keys, values):
+        """``put`` of each key and value of one message under one lock; returns the messages of
+        the keys refused (sent twice in the step) instead of raising, the others delivered."""
+        refused = []
+        ready = []
         with self._lock:
             if step_id in self._aborted:
-                return
+                return refused
             box = self._steps.get(step_id)
             if box is None:
                 box = self._steps[step_id] = _Mailbox()
                 self._early[step_id] = box
                 self._maybe_gc()
-            waiter = box.waiters.pop(key, None)
-            if waiter is None:
-                if key in box.values:
-                    raise ValueError("tensor %r was sent twice in step %d" % (key, step_id))
-                box.values[key] = value
-                if not box.claimed:
-                    n = _nbytes(value)
-                    box.nbytes += n
-                    self._early_bytes += n
-                    self._bound_early(step_id)
-                return
-        _deliver(value, *waiter)
+            waiters, held = box.waiters, box.values
+            for key, value in zip(keys, values):
+                waiter = waiters.pop(key, None)
+                if waiter is not None:
+                    ready.append((value, waiter))
+                elif key in held:
+                    refused.append("tensor %r was sent twice in step %d" % (key, step_id))
+                else:
+                    held[key] = value
+                    if not box.claimed:
+                        n = _nbytes(value)
+                        box.nbytes += n
+                        self._early_bytes += n
+            if not box.claimed:
+                self._bound_early(step_id)
+        for value, (callback, stream_ok) in ready:
+            _deliver(value, callback, stream_ok)
+        return refused
 
     def recv(self, step_id, key, callback, stream_ok=False):
         """Call ``callback(value)`` once ``key`` arrives (or ``callback(error)`` on abort).

@@ -422,12 +422,9 @@ class Server:
                                                       reason)))
             return
         def put_all():
-            for key, value in zip(keys, tensors):
-                try:
-                    self.rendezvous.put(step, key, value)
-                except ValueError as e:
-                    peer = self._bound.peer() if self._bound is not None else "a peer"
-                    _bad_tensors_log.warning(peer, "%s: %s (from %s)", self._task, e, peer)
+            for refused in self.rendezvous.put_many(step, keys, tensors):
+                peer = self._bound.peer() if self._bound is not None else "a peer"
+                _bad_tensors_log.warning(peer, "%s: %s (from %s)", self._task, refused, peer)
 
         batched(put_all)   # the step waiting for these tensors continues once, after all are in
 
