@@ -1,4 +1,5 @@
-"""Smoke tests of the measurement tools: tools/compare_tf.py and tools/bench_scaling.py."""
+"""Smoke tests of the measurement tools: tools/compare_tf.py, tools/bench_scaling.py and
+tools/bench_transfer.py."""
 
 import json
 import os
@@ -12,6 +13,7 @@ TOOLS = os.path.join(ROOT, "tools")
 sys.path.insert(0, TOOLS)
 
 import bench_scaling  # noqa: E402
+import bench_transfer  # noqa: E402
 import compare_tf  # noqa: E402
 
 
@@ -106,3 +108,20 @@ def test_cpu_sampler_interpolates_per_role_and_refuses_windows_it_did_not_see():
     assert s.used(11.0, 12.3) == pytest.approx({"ps": 1.0, "worker": 0.0})   # ended after 12
     assert s.used(9.0, 11.0) is None       # before the first sample
     assert compare_tf._CpuSampler().used(0.0, 1.0) is None
+
+
+def test_bench_transfer_apply_alone_times_the_add_of_the_payload():
+    assert 0 < bench_transfer.apply_alone(4 << 20, 3) < 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_bench_transfer_small_payload_reports_ratios_and_the_apply():
+    r = _run([os.path.join(TOOLS, "bench_transfer.py"), "--mb", "4", "--repeats", "3", "--tiny",
+              "20", "--json"], 280)
+    assert r.returncode == 0, r.stderr[-3000:]   # it also checks that no push was lost
+    report = json.loads(r.stdout)
+    for key in ("pull_ratio", "push_ratio", "tiny_in_round_trips", "push_apply_alone_ms",
+                "push_ratio_vs_raw_plus_apply"):
+        assert report[key] > 0, (key, report)
+    assert report["payload_mb"] == 4 and report["raw_allocator_tuned"] is False

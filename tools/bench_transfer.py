@@ -12,7 +12,10 @@ tuning zps applies to itself at import (zps/runtime/allocator.py), a stricter ba
 zps: a ps task in another process holds a float32 variable of the same size; the client runs in
 a worker server of this process. pull = ``sess.run`` of the variable read onto the worker; push =
 ``assign_add(v, delta)`` with delta fed on the worker; tiny = ``assign_add`` of a scalar ps
-variable. Targets: pull and push >= 80% of raw; tiny step <= 4 raw round trips.
+variable. Targets: pull and push >= 80% of raw; tiny step <= 4 raw round trips. The table also
+gives the push's apply by itself (the variable added to in 1 MB ranges, no transfer): memory work
+raw zmq does not do, which on a machine whose memory bus the transfer already saturates cannot
+hide behind it (docs/performance.md, "Session 6").
 
 Raw and zps samples alternate (raw, zps, zps, raw, ...), so that both see the same machine: on a
 shared machine the load changes within seconds, and measuring one after the other compared two
@@ -221,6 +224,25 @@ def zps_transfers(nbytes, env=None, check=None):
             worker.stop()
 
 
+def apply_alone(nbytes, repeats):
+    """Median seconds of the ps's share of a push by itself: adding ``nbytes`` of float32 into a
+    variable of that size in 1 MB ranges (as a streamed ``assign_add`` does), no transfer. It
+    reads and writes the variable and reads the delta, 3x the payload in memory traffic, which a
+    transfer of the same bytes competes with for the memory bus; raw zmq pays none of it."""
+    var = np.zeros(nbytes // 4, np.float32)
+    delta = np.ones_like(var)
+    step = MB // 4
+
+    def once():
+        start = time.perf_counter()
+        for k in range(0, var.size, step):
+            np.add(var[k:k + step], delta[k:k + step], out=var[k:k + step])
+        return time.perf_counter() - start
+
+    once()   # the first touch page-faults the arrays in
+    return statistics.median(once() for _ in range(repeats))
+
+
 def bench(nbytes, repeats, tiny_n, raw_tuned=False):
     """``{"pull": (raw_s, zps_s), "push": ..., "tiny": ...}``."""
     raw = RawClient(nbytes, tuned=raw_tuned)
@@ -233,6 +255,7 @@ def bench(nbytes, repeats, tiny_n, raw_tuned=False):
                 raw.timer("tiny", tiny_n), lambda: _sample(fns["tiny"], tiny_n))}, 5))
     finally:
         raw.close()
+    out["apply"] = apply_alone(nbytes, repeats)
     return out
 
 
@@ -260,6 +283,9 @@ def main(argv=None):
     result["pull_ratio"] = result["zps_pull_gbs"] / result["raw_pull_gbs"]
     result["push_ratio"] = result["zps_push_gbs"] / result["raw_push_gbs"]
     result["tiny_in_round_trips"] = result["zps_tiny_us"] / result["raw_tiny_us"]
+    # What a push must do at least, done one after the other: move the bytes (raw) and add them.
+    result["push_apply_alone_ms"] = t["apply"] * 1e3
+    result["push_ratio_vs_raw_plus_apply"] = (t["push"][0] + t["apply"]) / t["push"][1]
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
@@ -273,6 +299,9 @@ def main(argv=None):
     print("%-34s %9.2f GB/s %7.2f GB/s %9.2f  (target >= 0.80)"
           % ("push: assign_add from worker", result["raw_push_gbs"], result["zps_push_gbs"],
              result["push_ratio"]))
+    print("%-34s %9.1f ms %17s %9.2f  of raw push + apply, done serially"
+          % ("push's apply alone (no transfer)", result["push_apply_alone_ms"], "",
+             result["push_ratio_vs_raw_plus_apply"]))
     print("%-34s %10.0f us %10.0f us %9.2f  round trips (target <= 4)"
           % ("tiny step (scalar assign_add)", result["raw_tiny_us"], result["zps_tiny_us"],
              result["tiny_in_round_trips"]))
