@@ -57,11 +57,12 @@ def test_many_small_sends_go_in_batches_while_the_partition_still_computes():
 
 def test_a_batch_goes_once_it_holds_eager_batch_bytes():
     box, sent = _outbox()
-    each = ws.EAGER_BATCH_BYTES // 5 + 1   # below EAGER_SEND_BYTES: none goes alone
-    assert each < ws.EAGER_SEND_BYTES
-    for i in range(7):
+    n = 10   # sends of a tenth of the batch (and more than that): the tenth fills it
+    each = ws.EAGER_BATCH_BYTES // n + 1
+    assert each < ws.EAGER_SEND_BYTES and n < ws.EAGER_BATCH_COUNT   # neither of those sends it
+    for i in range(n + 2):
         box.send("a", "k%d" % i, np.zeros(each, np.uint8))
-    assert [keys for _, keys, _ in sent] == [["k0", "k1", "k2", "k3", "k4"]]
+    assert [keys for _, keys, _ in sent] == [["k%d" % i for i in range(n)]]
 
 
 def test_a_large_send_goes_at_once_with_what_waited_for_its_destination():
