@@ -15,10 +15,13 @@
   GradientDescent, async, MonitoredTrainingSession); the ps's aggregate update rate (steps/s of
   all workers while all of them train) relative to the best. Target: >= 90% of the best.
 
-Steps are timed after a warm-up step; medians of ``--repeats``. Every cluster is fresh and torn down.
+Steps are timed after a warm-up step; medians of ``--repeats``. The points of a table take turns
+(raw and zps for each size; every variable count, all clusters up at once), so that load drifting
+on a shared machine moves them alike. Every cluster is fresh and torn down.
 """
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -43,9 +46,10 @@ QUICK = {"sizes_mb": [1, 4], "vars_mb": 1, "var_counts": [1, 10, 100], "workers"
 
 # -- raw pyzmq: the limit ---------------------------------------------------------------------------
 
-def raw_zmq(nbytes, repeats=5):
-    """Median seconds of a raw pull and a raw push of ``nbytes`` (1 MB frames, one multipart
-    message, zero-copy) between this process and a server process: ``{"pull_s", "push_s"}``."""
+@contextlib.contextmanager
+def raw_transfers(nbytes):
+    """A raw pyzmq server process and a DEALER in this process; yields ``{"pull", "push"}``, each
+    moving ``nbytes`` once (1 MB frames, one multipart message, zero-copy)."""
     import zmq
     spawn = mp.get_context("spawn")
     q = spawn.Queue()
@@ -56,9 +60,7 @@ def raw_zmq(nbytes, repeats=5):
     sock.setsockopt(zmq.LINGER, 0)
     try:
         sock.connect("tcp://127.0.0.1:%d" % q.get(timeout=60))
-        ops = raw_ops(sock, nbytes)
-        out = {"pull_s": _median_time(ops["pull"], repeats),
-               "push_s": _median_time(ops["push"], repeats)}
+        yield raw_ops(sock, nbytes)
         raw_stop(sock)
     finally:
         sock.close()
@@ -66,24 +68,49 @@ def raw_zmq(nbytes, repeats=5):
         proc.join(timeout=10)
         if proc.is_alive():
             proc.kill()
-    return out
 
 
-def _median_time(fn, repeats):
-    fn()   # warm-up
-    times = []
-    for _ in range(repeats):
+def raw_zmq(nbytes, repeats=5):
+    """Median seconds of a raw pull and a raw push of ``nbytes``: ``{"pull_s", "push_s"}``."""
+    with raw_transfers(nbytes) as ops:
+        times = interleaved({"pull_s": _timed(ops["pull"]), "push_s": _timed(ops["push"])},
+                            repeats)
+    return times
+
+
+def _timed(fn):
+    """A sampler: the seconds of one call of ``fn``."""
+    def sample():
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        return time.perf_counter() - t0
+    return sample
 
 
-# -- size and variable count: one ps process, the client in this process ---------------------------
+def interleaved(samplers, repeats):
+    """Median seconds of each of ``samplers`` (name -> function returning the seconds of one
+    sample) after one warm-up each, the samplers taking turns (each round starting with the next
+    one): on a shared machine the load drifts within seconds, and timing one point after the
+    other compared points measured on different machines (the same 16 MB step took 12.8 ms in
+    one table and 17.9 ms in the next of one run)."""
+    names = list(samplers)
+    for name in names:
+        samplers[name]()
+    times = {name: [] for name in names}
+    for r in range(repeats):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            times[name].append(samplers[name]())
+    return {name: statistics.median(t) for name, t in times.items()}
 
-def _pull_push_step_time(total_bytes, num_vars, repeats):
-    """Median seconds of one step pulling ``num_vars`` variables (``total_bytes`` in all) from a
-    ps and pushing an update of each back."""
+
+# -- size and variable count: one ps process each, the client in this process --------------------
+
+@contextlib.contextmanager
+def pull_push_step(total_bytes, num_vars):
+    """A ps process holding ``num_vars`` float32 variables (``total_bytes`` in all) and a worker
+    server in this process; yields a function running one step that pulls every variable to the
+    worker and pushes an update of each back."""
     import zps as tf
     from zps.testing.cluster import LocalCluster
 
@@ -91,7 +118,8 @@ def _pull_push_step_time(total_bytes, num_vars, repeats):
     with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
         server = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
         try:
-            with tf.Graph().as_default():
+            graph = tf.Graph()
+            with graph.as_default():
                 updates = []
                 for i in range(num_vars):
                     with tf.device("/job:ps/task:0"):
@@ -101,9 +129,10 @@ def _pull_push_step_time(total_bytes, num_vars, repeats):
                     with tf.device("/job:ps/task:0"):
                         updates.append(tf.assign_add(v, pulled).op)
                 step = tf.group(*updates)
-                with tf.Session(server.target) as sess:
-                    sess.run(tf.global_variables_initializer())
-                    return _median_time(lambda: sess.run(step), repeats)
+                init = tf.global_variables_initializer()
+            with tf.Session(server.target, graph=graph) as sess:
+                sess.run(init)
+                yield lambda: sess.run(step)
         finally:
             server.stop()
 
@@ -112,26 +141,26 @@ def bench_size(sizes_mb, repeats, log):
     rows = []
     for mb in sizes_mb:
         nbytes = mb * MB
-        raw = raw_zmq(nbytes, repeats)
-        step = _pull_push_step_time(nbytes, 1, repeats)
-        raw_step = raw["pull_s"] + raw["push_s"]
-        row = {"mb": mb, "step_ms": step * 1e3, "raw_ms": raw_step * 1e3,
-               "gbs": 2 * nbytes / step / 1e9, "raw_gbs": 2 * nbytes / raw_step / 1e9,
-               "vs_raw": raw_step / step, "ms_per_mb": step * 1e3 / mb}
+        with raw_transfers(nbytes) as raw, pull_push_step(nbytes, 1) as step:
+            t = interleaved({"raw": lambda: _timed(raw["pull"])() + _timed(raw["push"])(),
+                             "zps": _timed(step)}, repeats)
+        row = {"mb": mb, "step_ms": t["zps"] * 1e3, "raw_ms": t["raw"] * 1e3,
+               "gbs": 2 * nbytes / t["zps"] / 1e9, "raw_gbs": 2 * nbytes / t["raw"] / 1e9,
+               "vs_raw": t["raw"] / t["zps"], "ms_per_mb": t["zps"] * 1e3 / mb}
         log("size %s" % json.dumps(row))
         rows.append(row)
     return rows
 
 
 def bench_vars(total_mb, counts, repeats, log):
-    rows = []
-    for k in counts:
-        row = {"variables": k, "mb": total_mb,
-               "step_ms": _pull_push_step_time(total_mb * MB, k, repeats) * 1e3}
-        log("vars %s" % json.dumps(row))
-        rows.append(row)
+    """Every count's cluster is up at once and their steps take turns (see ``interleaved``)."""
+    with contextlib.ExitStack() as stack:
+        steps = {k: _timed(stack.enter_context(pull_push_step(total_mb * MB, k))) for k in counts}
+        t = interleaved(steps, repeats)
+    rows = [{"variables": k, "mb": total_mb, "step_ms": t[k] * 1e3,
+             "vs_one": t[k] / t[counts[0]]} for k in counts]
     for row in rows:
-        row["vs_one"] = row["step_ms"] / rows[0]["step_ms"]
+        log("vars %s" % json.dumps(row))
     return rows
 
 
