@@ -267,6 +267,7 @@ def test_small_tensors_share_aligned_pack_frames():
     assert [m[2] for m in metas] == [-1, -1, 1, -3, -3]
     assert len(frames) == 4 and bytes(frames[1])[:3] == b"\x00\x01\x02"
     assert bytes(frames[1])[16:] == np.float64(2.5).tobytes()   # at the next 16-byte boundary
+    assert bytes(frames[1])[3:16] == bytes(13)   # the padding is zeros, never stale memory
     assert len(frames[3]) == 12                                   # the empty one takes no bytes
     msg = decode([bytes(f) for f in frames])
     for x, y in zip(small[:2] + [big] + small[2:], msg.tensors):

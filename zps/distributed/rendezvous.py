@@ -148,9 +148,9 @@ class Rendezvous:
     def put(self, step_id, key, value):
         """Deliver ``value`` for ``key`` of step ``step_id`` (dropped if the step was aborted).
         Raises ValueError if ``key`` was already sent in that step."""
-        errors_ = self.put_many(step_id, (key,), (value,))
-        if errors_:
-            raise ValueError(errors_[0])
+        refused = self.put_many(step_id, (key,), (value,))
+        if refused:
+            raise ValueError(refused[0])
 
     def put_many(self, step_id, keys, values):
         """``put`` of each key and value of one message under one lock; returns the messages of
