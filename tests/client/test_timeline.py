@@ -184,3 +184,45 @@ def test_step_breakdown_sorts_records_into_categories():
     assert b["/job:ps/replica:0/task:0/device:CPU:0"]["apply"] == pytest.approx(0.75)
     assert b["/job:worker/replica:0/task:0/device:CPU:0 (master)"]["rpc"] == pytest.approx(5.1)
     assert timeline.step_breakdown(tf.RunMetadata().step_stats) == {}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_traced_step_through_a_master_in_another_process_holds_every_task():
+    """A client process without a server (its session's master is a worker process) gets the
+    same per-task records as an in-process master, plus its own request."""
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(np.ones(8, np.float32), name="v")
+            with tf.device("/job:worker/task:0"):
+                total = tf.reduce_sum(v * 2.0, name="total")
+            target = "zps://" + cluster.address("worker", 0)
+            with tf.Session(target) as sess:
+                sess.run(v.initializer)
+                plain = tf.RunMetadata()
+                assert sess.run(total, run_metadata=plain) == 16.0
+                meta = tf.RunMetadata()
+                assert sess.run(total, options=FULL, run_metadata=meta) == 16.0
+    assert plain.step_stats.dev_stats == []   # untraced: nothing recorded, nothing sent back
+    devices = {d.device: d for d in meta.step_stats.dev_stats}
+    worker = {ns.node_name for ns in devices["/job:worker/replica:0/task:0/device:CPU:0"].node_stats}
+    assert "total" in worker and any(n.startswith("_recv/") for n in worker)
+    ps = {ns.node_name for ns in devices["/job:ps/replica:0/task:0/device:CPU:0"].node_stats}
+    assert any(n.startswith("_send/") for n in ps), ps
+    [rpc] = devices["/job:worker/replica:0/task:0/device:CPU:0 (master)"].node_stats
+    assert rpc.node_name == "RunGraph/ps/0"
+    [client] = devices["client of the master at %s" % cluster.address("worker", 0)].node_stats
+    assert client.node_name == "RunStep" and client.all_end_rel_micros >= rpc.all_end_rel_micros
+    # The worker's ops ran within the client's request.
+    starts = [ns.all_start_micros for ns in devices["/job:worker/replica:0/task:0/device:CPU:0"].node_stats]
+    assert client.all_start_micros <= min(starts)
+    assert timeline.Timeline(meta.step_stats).generate_chrome_trace_format()   # renders
+
+
+def test_trace_records_from_another_process_keep_only_well_formed_ones():
+    from zps.distributed.master import trace_records
+    good = ["op", 1, 2, "op = Op()", 0]
+    junk = [["x", 1], [1, 2, 3, "l", 0], ["op", 1.5, 2, "l", 0], ["op", 1, 2, None, 0], "junk", 7]
+    assert trace_records([good] + junk + [good]) == [tuple(good)] * 2
+    assert trace_records(None) == [] and trace_records({"a": 1}) == [] and trace_records("x") == []

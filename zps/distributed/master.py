@@ -220,8 +220,7 @@ class StepPlan:
             results[id(tp)] = r.tensors
             if trace is not None:   # a remote partition's records come in its reply
                 body = r.body if isinstance(r.body, dict) else {}
-                per_part[id(tp)].extend(tuple(rec) for rec in body.get("step_stats") or ()
-                                        if isinstance(rec, list | tuple) and len(rec) == 5)
+                per_part[id(tp)].extend(trace_records(body.get("step_stats")))
         if trace is not None:
             trace.extend((task_device(tp.task), per_part[id(tp)]) for tp in self._parts)
             if rpc_records:
@@ -313,6 +312,16 @@ class StepPlan:
 
     def tasks(self):
         return [tp.task for tp in self._parts]
+
+
+def trace_records(raw):
+    """The well-formed ``(name, start us, end us, label, lane)`` records of a traced reply from
+    another process (anything else in it is dropped: a reply never makes a trace fail)."""
+    if not isinstance(raw, list | tuple):
+        return []
+    return [tuple(rec) for rec in raw if isinstance(rec, list | tuple) and len(rec) == 5
+            and isinstance(rec[0], str) and isinstance(rec[3], str)
+            and all(isinstance(x, int) for x in (rec[1], rec[2], rec[4]))]
 
 
 class MasterSession:

@@ -538,7 +538,12 @@ class Server:
         if plan is None:
             raise errors.AbortedError(None, None, "step plan %r is unknown on %s (the server "
                                       "restarted?); retry" % (body.get("handle"), self._task))
-        return None, plan.run(list(tensors))
+        if body.get("trace") is not True:
+            return None, plan.run(list(tensors))
+        trace = []   # a client in another process asked for the step's trace (RunOptions)
+        values = plan.run(list(tensors), trace)
+        return {"step_stats": [[device, [list(r) for r in records]]
+                               for device, records in trace]}, values
 
     def _rpc_status(self, body, tensors):
         stats = self._bound.stats.as_dict() if self._bound is not None else {}

@@ -12,8 +12,9 @@ zps.transport.security); without them a step fails with UnauthenticatedError at 
 """
 
 import random
+import time
 
-from zps.distributed.master import to_op_error
+from zps.distributed.master import to_op_error, trace_records
 from zps.distributed.server import local_server
 from zps.framework import errors
 from zps.runtime.executor import prune
@@ -53,11 +54,24 @@ class RemoteMasterRunner:
 
     def run(self, feeds, feed_values, fetches, targets, options=None, run_metadata=None):
         handle = self._plans.get(feeds, fetches, targets)
+        traced = options is not None and bool(options.trace_level) and run_metadata is not None
+        body = {"handle": handle}
+        if traced:
+            body["trace"] = True   # the master traces every partition and returns the records
+        t0 = time.time()
         try:
-            reply = self._request("RunStep", {"handle": handle}, feed_values)
+            reply = self._request("RunStep", body, feed_values)
         except errors.AbortedError:
             self._plans.discard(feeds, fetches, targets)   # master restarted: register on retry
             raise
+        if traced:
+            stats = reply.body.get("step_stats") if isinstance(reply.body, dict) else None
+            for entry in stats if isinstance(stats, list) else ():
+                if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
+                    run_metadata.step_stats.add_device(entry[0], trace_records(entry[1]))
+            # This client's own record: the whole request, as a master records its RunGraphs.
+            run_metadata.step_stats.add_device("client of the master at %s" % self._address, [
+                ("RunStep", int(t0 * 1e6), int(time.time() * 1e6), "RunStep = _RunStep()", 0)])
         return reply.tensors
 
     def _register(self, feeds, fetches, targets):
