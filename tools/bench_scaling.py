@@ -25,7 +25,6 @@ import contextlib
 import json
 import multiprocessing as mp
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -33,7 +32,7 @@ import time
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
-from bench_transfer import MB, raw_ops, raw_server, raw_stop  # noqa: E402 - after the path is set
+from bench_transfer import MB, _sample, raw_ops, raw_server, raw_stop, take_turns  # noqa: E402 - after the path is set
 
 RESULT_MARK = "SCALING_RESULT "
 WORKER_TIMEOUT_S = 600
@@ -73,35 +72,9 @@ def raw_transfers(nbytes):
 def raw_zmq(nbytes, repeats=5):
     """Median seconds of a raw pull and a raw push of ``nbytes``: ``{"pull_s", "push_s"}``."""
     with raw_transfers(nbytes) as ops:
-        times = interleaved({"pull_s": _timed(ops["pull"]), "push_s": _timed(ops["push"])},
-                            repeats)
+        times = take_turns({"pull_s": lambda: _sample(ops["pull"]),
+                            "push_s": lambda: _sample(ops["push"])}, repeats)
     return times
-
-
-def _timed(fn):
-    """A sampler: the seconds of one call of ``fn``."""
-    def sample():
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-    return sample
-
-
-def interleaved(samplers, repeats):
-    """Median seconds of each of ``samplers`` (name -> function returning the seconds of one
-    sample) after one warm-up each, the samplers taking turns (each round starting with the next
-    one): on a shared machine the load drifts within seconds, and timing one point after the
-    other compared points measured on different machines (the same 16 MB step took 12.8 ms in
-    one table and 17.9 ms in the next of one run)."""
-    names = list(samplers)
-    for name in names:
-        samplers[name]()
-    times = {name: [] for name in names}
-    for r in range(repeats):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
-            times[name].append(samplers[name]())
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 # -- size and variable count: one ps process each, the client in this process --------------------
@@ -142,8 +115,8 @@ def bench_size(sizes_mb, repeats, log):
     for mb in sizes_mb:
         nbytes = mb * MB
         with raw_transfers(nbytes) as raw, pull_push_step(nbytes, 1) as step:
-            t = interleaved({"raw": lambda: _timed(raw["pull"])() + _timed(raw["push"])(),
-                             "zps": _timed(step)}, repeats)
+            t = take_turns({"raw": lambda: _sample(raw["pull"]) + _sample(raw["push"]),
+                            "zps": lambda: _sample(step)}, repeats)
         row = {"mb": mb, "step_ms": t["zps"] * 1e3, "raw_ms": t["raw"] * 1e3,
                "gbs": 2 * nbytes / t["zps"] / 1e9, "raw_gbs": 2 * nbytes / t["raw"] / 1e9,
                "vs_raw": t["raw"] / t["zps"], "ms_per_mb": t["zps"] * 1e3 / mb}
@@ -153,10 +126,11 @@ def bench_size(sizes_mb, repeats, log):
 
 
 def bench_vars(total_mb, counts, repeats, log):
-    """Every count's cluster is up at once and their steps take turns (see ``interleaved``)."""
+    """Every count's cluster is up at once and their steps take turns (``take_turns``)."""
     with contextlib.ExitStack() as stack:
-        steps = {k: _timed(stack.enter_context(pull_push_step(total_mb * MB, k))) for k in counts}
-        t = interleaved(steps, repeats)
+        steps = {k: stack.enter_context(pull_push_step(total_mb * MB, k)) for k in counts}
+        t = take_turns({k: (lambda step=step: _sample(step)) for k, step in steps.items()},
+                       repeats)
     rows = [{"variables": k, "mb": total_mb, "step_ms": t[k] * 1e3,
              "vs_one": t[k] / t[counts[0]]} for k in counts]
     for row in rows:

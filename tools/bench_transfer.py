@@ -167,19 +167,27 @@ def _sample(fn, inner=1):
     return (time.perf_counter() - start) / inner
 
 
-def interleaved(pairs, repeats):
-    """Median seconds of each of ``pairs`` = {name: (raw sampler, zps sampler)}, samples
-    alternating; a sampler returns the seconds of one sample."""
-    times = {name: ([], []) for name in pairs}
-    for raw_fn, zps_fn in pairs.values():   # warm up
-        raw_fn()
-        zps_fn()
+def take_turns(samplers, repeats):
+    """Median seconds of each of ``samplers`` (name -> function returning the seconds of one
+    sample) after one warm-up each, the samplers taking turns (each round starting with the next
+    one): on a shared machine the load drifts within seconds, and timing one after the other
+    compares samples taken on different machines."""
+    names = list(samplers)
+    for name in names:
+        samplers[name]()
+    times = {name: [] for name in names}
     for r in range(repeats):
-        for name, fns in pairs.items():
-            order = (0, 1) if r % 2 == 0 else (1, 0)
-            for k in order:
-                times[name][k].append(fns[k]())
-    return {name: (statistics.median(t[0]), statistics.median(t[1])) for name, t in times.items()}
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            times[name].append(samplers[name]())
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def interleaved(pairs, repeats):
+    """Median seconds of each of ``pairs`` = {name: (raw sampler, zps sampler)}, all samplers
+    taking turns (``take_turns``): ``{name: (raw s, zps s)}``."""
+    t = take_turns({(name, k): fns[k] for name, fns in pairs.items() for k in (0, 1)}, repeats)
+    return {name: (t[name, 0], t[name, 1]) for name in pairs}
 
 
 @contextlib.contextmanager
