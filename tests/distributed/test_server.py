@@ -131,3 +131,31 @@ def test_bind_address_serves_a_spec_naming_a_service():
                 assert sess.run(x) == 21.0
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("cores, shared", [(1, True), (2, True), (3, False)])
+def test_tasks_with_at_most_a_core_each_run_larger_ops_inline(monkeypatch, cores, shared):
+    """Two tasks on this host: with at most a core each, a hand-off to the pool buys no
+    parallelism, so their partitions run ops up to SHARED_CPU_INLINE_BYTES on the I/O thread."""
+    from zps.runtime import executor, threads
+    monkeypatch.setattr(threads, "available_cores", lambda: cores)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")   # leave this process's BLAS threads alone
+    ps_port, worker_port = free_ports(2)
+    spec = {"ps": ["127.0.0.1:%d" % ps_port], "worker": ["127.0.0.1:%d" % worker_port]}
+    expected = executor.SHARED_CPU_INLINE_BYTES if shared else executor.INLINE_BYTES
+    servers = [tf.train.Server(spec, job_name=job, task_index=0) for job in ("ps", "worker")]
+    try:
+        assert [s.inline_bytes for s in servers] == [expected, expected]
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(np.ones(4, np.float32), name="v")
+            with tf.device("/job:worker/task:0"):
+                total = tf.reduce_sum(v * 2.0)
+            with tf.Session(servers[1].target) as sess:
+                sess.run(v.initializer)
+                assert sess.run(total) == 8.0
+        plans = [r.plan for s in servers for r in s.worker._graphs.values()]
+        assert plans and all(p.inline_bytes == expected for p in plans)
+    finally:
+        for s in servers:
+            s.stop()

@@ -290,12 +290,12 @@ def test_async_plans_in_a_local_session():
 
 
 # -- who runs what: light threads, Plan.start, join -------------------------------------------------
-def _held_plan(g, x, n):
+def _held_plan(g, x, n, inline_bytes=None):
     """x -> hold("k") -> where("cheap") -> where("big" on an n-element array) -> outputs."""
     held = g.create_op("ZpsTestHold", [x], {"key": "k"}, name="hold").outputs[0]
     cheap = g.create_op("ZpsTestWhere", [held * 2.0], name="cheap").outputs[0]
     big = g.create_op("ZpsTestWhere", [tf.fill([n], cheap)], name="big").outputs[0]
-    return Plan([x], [cheap, tf.reduce_sum(big)], [])
+    return Plan([x], [cheap, tf.reduce_sum(big)], [], inline_bytes=inline_bytes)
 
 
 def _from_light_thread(fn):
@@ -335,6 +335,23 @@ def test_a_light_thread_runs_cheap_ops_and_hands_expensive_ones_back_to_the_owne
         owner.join(10)
     assert result and result[0] == [6.0, 6.0 * n]
     assert THREADS == {"cheap": "light", "big": "owner"}
+
+
+@pytest.mark.parametrize("over", [False, True])
+def test_a_plan_with_the_shared_cpu_limit_runs_larger_ops_on_the_light_thread(over):
+    THREADS.clear()
+    limit = executor.SHARED_CPU_INLINE_BYTES
+    # Over the default limit (under the plan's), or over the plan's limit too.
+    n = (limit if over else executor.INLINE_BYTES) // 4 + 1
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        plan = _held_plan(g, x, n, inline_bytes=limit)
+        assert plan.inline_bytes == limit
+        owner, result = _owner_waiting_on_hold(plan)
+        _from_light_thread(lambda: HELD.pop("k")(np.float32(3.0)))
+        owner.join(10)
+    assert result and result[0] == [6.0, 6.0 * n]
+    assert THREADS == {"cheap": "light", "big": "owner" if over else "light"}
 
 
 def test_completions_from_other_threads_continue_on_the_owner():

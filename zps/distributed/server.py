@@ -28,7 +28,7 @@ from zps.framework import errors
 from zps.framework.graph import Graph
 from zps.ops import array_ops
 from zps.runtime import threads
-from zps.runtime.executor import batched, light_thread
+from zps.runtime.executor import INLINE_BYTES, SHARED_CPU_INLINE_BYTES, batched, light_thread
 from zps.runtime.resources import ResourceManager
 from zps.transport import endpoint, protocol, security
 
@@ -214,6 +214,7 @@ class Server:
         self.pool = None
         self._bound = None
         self.heartbeats = None   # PeerHeartbeats while serving (None: no peers, or disabled)
+        self.inline_bytes = INLINE_BYTES   # the partitions' light-thread op limit (see start)
         self._plans = collections.OrderedDict()   # handle -> StepPlan of remote client sessions
         self._plans_lock = threading.Lock()
         self._client_sessions = collections.OrderedDict()   # session id -> task incarnations seen
@@ -297,8 +298,11 @@ class Server:
         with _local_lock:
             _local_servers[self._address] = self
         self._stopped.clear()
-        # Tasks sharing this machine must not each start one BLAS thread per core.
+        # Tasks sharing this machine must not each start one BLAS thread per core, and with at
+        # most a core each, a hand-off to the pool buys no parallelism: larger ops run inline.
         threads.limit_for_server(self._cluster, self._address, self._config)
+        self.inline_bytes = SHARED_CPU_INLINE_BYTES if threads.shares_cpu(
+            self._cluster, self._address) else INLINE_BYTES
         if self.heartbeats is not None:
             self.heartbeats.start()
         log.info("server %s serving at %s (incarnation %s, %s)", self._task, self._address,

@@ -58,7 +58,8 @@ class WorkerService:
         feeds = [graph.get_tensor_by_name(n + ":0") for n in feed_names]
         fetches = [graph.get_tensor_by_name(n) for n in fetch_names]
         targets = [graph.get_operation_by_name(n) for n in target_names]
-        plan = Plan(feeds, fetches, targets, placement_check=self._check_device)
+        plan = Plan(feeds, fetches, targets, placement_check=self._check_device,
+                    inline_bytes=self._server.inline_bytes)
         fetched = {t.name for t in fetches}
         stream_feeds = frozenset(i for i, t in enumerate(feeds) if streams_into_update(t, fetched))
         handle = "%s/%d" % (self._server.incarnation, next(_handles))

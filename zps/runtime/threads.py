@@ -38,6 +38,12 @@ def tasks_on_host(cluster, host):
                if addr and addr.rpartition(":")[0] == host)
 
 
+def shares_cpu(cluster, address):
+    """Whether the task at ``address`` has at most one core's worth of this machine: as many
+    tasks of ``cluster`` on its host as there are cores, or more."""
+    return tasks_on_host(cluster, address.rpartition(":")[0]) >= available_cores()
+
+
 def limit_for_server(cluster, address, config=None):
     """Limit this process's BLAS threads for the server of ``address`` in ``cluster``; returns the
     limit set, or None when BLAS was left alone (the user chose, or the task is alone on its host)."""
