@@ -32,7 +32,7 @@ import time
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
-from bench_transfer import MB, _sample, raw_ops, raw_server, raw_stop, take_turns  # noqa: E402 - after the path is set
+from bench_transfer import MB, raw_ops, raw_server, raw_stop, seconds_of, take_turns  # noqa: E402 - after the path is set
 
 RESULT_MARK = "SCALING_RESULT "
 WORKER_TIMEOUT_S = 600
@@ -72,9 +72,8 @@ def raw_transfers(nbytes):
 def raw_zmq(nbytes, repeats=5):
     """Median seconds of a raw pull and a raw push of ``nbytes``: ``{"pull_s", "push_s"}``."""
     with raw_transfers(nbytes) as ops:
-        times = take_turns({"pull_s": lambda: _sample(ops["pull"]),
-                            "push_s": lambda: _sample(ops["push"])}, repeats)
-    return times
+        return take_turns({"pull_s": lambda: seconds_of(ops["pull"]),
+                           "push_s": lambda: seconds_of(ops["push"])}, repeats)
 
 
 # -- size and variable count: one ps process each, the client in this process --------------------
@@ -115,8 +114,8 @@ def bench_size(sizes_mb, repeats, log):
     for mb in sizes_mb:
         nbytes = mb * MB
         with raw_transfers(nbytes) as raw, pull_push_step(nbytes, 1) as step:
-            t = take_turns({"raw": lambda: _sample(raw["pull"]) + _sample(raw["push"]),
-                            "zps": lambda: _sample(step)}, repeats)
+            t = take_turns({"raw": lambda: seconds_of(raw["pull"]) + seconds_of(raw["push"]),
+                            "zps": lambda: seconds_of(step)}, repeats)
         row = {"mb": mb, "step_ms": t["zps"] * 1e3, "raw_ms": t["raw"] * 1e3,
                "gbs": 2 * nbytes / t["zps"] / 1e9, "raw_gbs": 2 * nbytes / t["raw"] / 1e9,
                "vs_raw": t["raw"] / t["zps"], "ms_per_mb": t["zps"] * 1e3 / mb}
@@ -129,7 +128,7 @@ def bench_vars(total_mb, counts, repeats, log):
     """Every count's cluster is up at once and their steps take turns (``take_turns``)."""
     with contextlib.ExitStack() as stack:
         steps = {k: stack.enter_context(pull_push_step(total_mb * MB, k)) for k in counts}
-        t = take_turns({k: (lambda step=step: _sample(step)) for k, step in steps.items()},
+        t = take_turns({k: (lambda step=step: seconds_of(step)) for k, step in steps.items()},
                        repeats)
     rows = [{"variables": k, "mb": total_mb, "step_ms": t[k] * 1e3,
              "vs_one": t[k] / t[counts[0]]} for k in counts]

@@ -31,7 +31,7 @@ import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench_transfer import MB, _sample, raw_ops, raw_server, raw_stop, zps_transfers  # noqa: E402 - after the path is set
+from bench_transfer import MB, raw_ops, raw_server, raw_stop, seconds_of, zps_transfers  # noqa: E402 - after the path is set
 
 CASES = ("raw_plain", "raw_curve", "zps_plain", "zps_curve")
 
@@ -82,7 +82,7 @@ def _serve_samples(conn, fns):
         if request is None:
             return
         name, inner = request
-        conn.send(_sample(fns[name], inner))
+        conn.send(seconds_of(fns[name], inner))
 
 
 class _Sampler:

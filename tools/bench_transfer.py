@@ -121,7 +121,7 @@ def _raw_client(conn, port, nbytes, tuned):
         if request is None:
             break
         name, inner = request
-        conn.send(_sample(fns[name], inner))
+        conn.send(seconds_of(fns[name], inner))
     raw_stop(sock)
     sock.close()
     ctx.term()
@@ -160,7 +160,8 @@ class RawClient:
                 proc.kill()
 
 
-def _sample(fn, inner=1):
+def seconds_of(fn, inner=1):
+    """Seconds per call of ``fn``, over ``inner`` calls (a sampler for ``take_turns``)."""
     start = time.perf_counter()
     for _ in range(inner):
         fn()
@@ -257,10 +258,10 @@ def bench(nbytes, repeats, tiny_n, raw_tuned=False):
     try:
         with zps_transfers(nbytes) as fns:
             out = interleaved({
-                "pull": (raw.timer("pull"), lambda: _sample(fns["pull"])),
-                "push": (raw.timer("push"), lambda: _sample(fns["push"]))}, repeats)
+                "pull": (raw.timer("pull"), lambda: seconds_of(fns["pull"])),
+                "push": (raw.timer("push"), lambda: seconds_of(fns["push"]))}, repeats)
             out.update(interleaved({"tiny": (
-                raw.timer("tiny", tiny_n), lambda: _sample(fns["tiny"], tiny_n))}, 5))
+                raw.timer("tiny", tiny_n), lambda: seconds_of(fns["tiny"], tiny_n))}, 5))
     finally:
         raw.close()
     out["apply"] = apply_alone(nbytes, repeats)
