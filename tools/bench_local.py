@@ -111,15 +111,15 @@ class ZpsMLP:
 
 
 def _median_step_times(impls, x, labels, steps, rounds):
-    """Median seconds per step of each implementation, rounds alternating between them; the
-    step's loss is read each round (a device sync for GPU implementations)."""
+    """Median seconds per step of each implementation, rounds alternating between them. Each
+    step's loss is taken to the host, as ``sess.run`` returns a fetch (for a GPU implementation
+    a device sync per step, as in a training loop that logs its loss)."""
     times = {name: [] for name in impls}
     for _ in range(rounds):
         for name, impl in impls.items():
             start = time.perf_counter()
             for _ in range(steps):
-                loss = impl.step(x, labels)
-            float(loss)
+                float(impl.step(x, labels))
             times[name].append((time.perf_counter() - start) / steps)
     return {name: statistics.median(t) for name, t in times.items()}
 
@@ -155,6 +155,7 @@ def bench_mlp_gpu(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
     losses = {name: float(impl.step(x, labels)) for name, impl in impls.items()}
     med = _median_step_times(impls, x, labels, steps, rounds)
     return {
+        "batch": batch,
         "stand_in": bool(getattr(cupy, "IS_FAKE", False)),
         "cupy_ms": med["cupy"] * 1e3,
         "zps_gpu_ms": med["zps_gpu"] * 1e3,
@@ -167,16 +168,15 @@ def bench_mlp_gpu(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
 
 
 def _gpu_table(gpu):
-    if gpu["stand_in"]:
-        print("NOTE: cupy is zps.testing.fake_cupy, a numpy stand-in: the GPU rows below ran on "
-              "the CPU and are no GPU measurement")
-    print("%-44s %9.2f ms" % ("MLP b128 step, cupy by hand (GPU)", gpu["cupy_ms"]))
-    print("%-44s %9.2f ms" % ("MLP b128 step, zps on /gpu:0", gpu["zps_gpu_ms"]))
-    print("%-44s %9.2f ms" % ("MLP b128 step, zps on the CPU", gpu["zps_cpu_ms"]))
-    print("%-44s %9.3f x" % ("zps on /gpu:0 / cupy by hand", gpu["ratio_vs_cupy"]))
-    print("%-44s %9.2f x" % ("speed-up of /gpu:0 over the CPU (zps)", gpu["speedup_vs_cpu"]))
-    print("%-44s %9.4f / %.4f" % ("first-step loss cupy / zps on /gpu:0", gpu["first_loss_cupy"],
-                                  gpu["first_loss_zps_gpu"]))
+    b = "b%d" % gpu["batch"]
+    print("%-44s %9.2f ms" % ("MLP %s step, cupy by hand (GPU)" % b, gpu["cupy_ms"]))
+    print("%-44s %9.2f ms" % ("MLP %s step, zps on /gpu:0" % b, gpu["zps_gpu_ms"]))
+    print("%-44s %9.2f ms" % ("MLP %s step, zps on the CPU" % b, gpu["zps_cpu_ms"]))
+    print("%-44s %9.3f x" % ("%s zps on /gpu:0 / cupy by hand" % b, gpu["ratio_vs_cupy"]))
+    print("%-44s %9.2f x" % ("%s speed-up of /gpu:0 over the CPU (zps)" % b,
+                             gpu["speedup_vs_cpu"]))
+    print("%-44s %9.4f / %.4f" % ("%s first-step loss cupy / zps on /gpu:0" % b,
+                                  gpu["first_loss_cupy"], gpu["first_loss_zps_gpu"]))
 
 
 def main(argv=None):
@@ -189,7 +189,19 @@ def main(argv=None):
     parser.add_argument("--fake-cupy", action="store_true",
                         help="with --device gpu: use zps.testing.fake_cupy (no GPU needed; "
                         "checks the path, measures nothing about GPUs)")
+    parser.add_argument("--gpu-batches", default="128,4096", metavar="N,N",
+                        help="with --device gpu: the batch sizes of the GPU-vs-CPU MLP rows "
+                        "(default 128,4096: a small step is launch-bound, a large one shows "
+                        "the GPU's arithmetic)")
     args = parser.parse_args(argv)
+    try:
+        gpu_batches = [int(b) for b in args.gpu_batches.split(",")]
+    except ValueError:
+        parser.error("--gpu-batches takes positive integers separated by commas, got %r"
+                     % args.gpu_batches)
+    if not gpu_batches or min(gpu_batches) < 1:
+        parser.error("--gpu-batches takes positive integers separated by commas, got %r"
+                     % args.gpu_batches)
     gpu = None
     if args.device == "gpu":
         if args.fake_cupy:
@@ -200,7 +212,8 @@ def main(argv=None):
         if why is not None:
             parser.error("--device gpu: %s (pass --fake-cupy to try the path on the stand-in)"
                          % why)
-        gpu = bench_mlp_gpu(steps=args.steps, rounds=args.rounds)
+        gpu = [bench_mlp_gpu(batch=b, steps=args.steps, rounds=args.rounds)
+               for b in gpu_batches]
     overhead = bench_op_overhead()
     mlp = bench_mlp(steps=args.steps, rounds=args.rounds)
     result = {"op_overhead_us": overhead, "mlp": mlp}
@@ -218,8 +231,11 @@ def main(argv=None):
     print("%-44s %9.3f x  (target <= 1.15)" % ("zps / numpy", mlp["ratio"]))
     print("%-44s %9.4f / %.4f" % ("first-step loss numpy / zps", mlp["first_loss_numpy"],
                                   mlp["first_loss_zps"]))
-    if gpu is not None:
-        _gpu_table(gpu)
+    if gpu and gpu[0]["stand_in"]:
+        print("NOTE: cupy is zps.testing.fake_cupy, a numpy stand-in: the GPU rows below ran on "
+              "the CPU and are no GPU measurement")
+    for row in gpu or ():
+        _gpu_table(row)
     return result
 
 

@@ -27,6 +27,10 @@ fi
 
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
+# On the device machine $OUT comes back: keep the whole log and the op cases' report there.
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+    exec > >(tee "$OUT/gpu_check.log") 2>&1
+fi
 FAKE=()
 [ "$MODE" = "--fake" ] && FAKE=(--fake-cupy)
 step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
@@ -63,7 +67,10 @@ EOF
 
 step "1. op cases on the GPU vs numpy (tests/ops/test_gpu_ops.py)"
 if [ ${#FAKE[@]} -eq 0 ]; then export ZPS_GPU_TESTS=real; fi
-timeout 420 "$PY" -m pytest tests/ops/test_gpu_ops.py -q -p no:cacheprovider --maxfail=20 2>&1 | tail -30
+# -W default: a warning from cupy itself (e.g. about its CUDA paths) is shown in the summary, not
+# turned into a failure by setup.cfg's filterwarnings = error; the results are still compared.
+timeout 420 "$PY" -m pytest tests/ops/test_gpu_ops.py -q -p no:cacheprovider --maxfail=20 \
+    -W default --durations=5 ${OUT:+--junitxml=$OUT/gpu_ops.xml} 2>&1 | tail -40
 record "${PIPESTATUS[0]}" "gpu-op-cases"
 unset ZPS_GPU_TESTS
 

@@ -292,17 +292,29 @@ def test_variables_read_across_devices_at_the_reading_op(gpus):
             assert sess.run(gpu_var) == 11.0
 
 
-def test_scatter_updates_on_a_gpu_variable(gpus):
-    with tf.Graph().as_default():
-        with tf.device("/gpu:0"):
-            v = tf.Variable(np.zeros((4, 2), np.float32))
-            add = tf.scatter_add(v, [0, 2, 0], np.ones((3, 2), np.float32))
-            sub = tf.scatter_sub(v, [3, 3], np.full((2, 2), 2.0, np.float32))
-        with tf.Session() as sess:
-            sess.run(v.initializer)
-            sess.run([add])
-            sess.run([sub])
-            np.testing.assert_array_equal(sess.run(v), [[2, 2], [0, 0], [1, 1], [-4, -4]])
+@pytest.mark.parametrize("ufunc_at", [True, False], ids=["cupy>=13", "cupy<13"])
+def test_scatter_updates_on_a_gpu_variable(monkeypatch, ufunc_at):
+    # cupy >= 13 scatters with its own add.at (cupyx.scatter_add warns that it is deprecated,
+    # an error under this suite's warning filter); older cupy has no ufunc.at: cupyx's kernels.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with fake_cupy.installed(num_gpus=1, ufunc_at=ufunc_at) as cupy:
+        assert hasattr(cupy.add, "at") is ufunc_at
+        with tf.Graph().as_default():
+            with tf.device("/gpu:0"):
+                v = tf.Variable(np.zeros((4, 2), np.float32))
+                add = tf.scatter_add(v, [0, 2, 0], np.ones((3, 2), np.float32))
+                sub = tf.scatter_sub(v, [3, 3], np.full((2, 2), 2.0, np.float32))
+                # a generic kernel's xp.add.at, with repeated ids
+                seg = tf.unsorted_segment_sum(tf.constant([[1.0], [2.0], [4.0], [8.0]]),
+                                              [2, 0, 2, 2], 3)
+            with tf.Session() as sess:
+                sess.run(v.initializer)
+                sess.run([add])
+                sess.run([sub])
+                np.testing.assert_array_equal(sess.run(v), [[2, 2], [0, 0], [1, 1], [-4, -4]])
+                fake_cupy.reset_stats()
+                np.testing.assert_array_equal(sess.run(seg), [[2.0], [0.0], [13.0]])
+                assert fake_cupy.stats["kernels"] > 0
 
 
 @pytest.mark.parametrize("make_opt", [
@@ -334,6 +346,33 @@ def test_optimizers_update_gpu_variables_like_cpu_ones(gpus, make_opt):
     np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-6)
     for g, c in zip(gpu_vars, cpu_vars):
         np.testing.assert_allclose(g, c, rtol=1e-6)
+
+
+def test_a_gpu_training_step_syncs_only_for_its_fetch(gpus):
+    # Every Python scalar taken from a device array is a device->host copy that waits for the
+    # GPU; a step of a softmax classifier makes one: the fetched loss. The labels are checked on
+    # the host (they are a host input of the cross-entropy on a GPU), so a bad label is still
+    # an InvalidArgumentError naming the op, as on the CPU.
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 4])
+        labels = tf.placeholder(tf.int64, [None])
+        with tf.device("/gpu:0"):
+            w = tf.Variable(np.full((4, 3), 0.1, np.float32))
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=tf.nn.relu(tf.matmul(x, w))))
+            step = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        feed = {x: np.eye(4, dtype=np.float32)[[0, 1, 2, 3, 0]], labels: [0, 1, 2, 0, 0]}
+        with tf.Session() as sess:
+            sess.run(w.initializer)
+            first = sess.run([loss, step], feed)[0]
+            fake_cupy.reset_stats()
+            second = sess.run([loss, step], feed)[0]
+            assert fake_cupy.stats["d2h"] == 1, fake_cupy.stats
+            assert second < first
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match=r"label value of 3 .* range of \[0, 3\)") as info:
+                sess.run(step, {x: feed[x], labels: [0, 1, 3, 0, 0]})
+            assert "SparseSoftmaxCrossEntropyWithLogits" in str(info.value)
 
 
 def test_random_ops_on_a_gpu_draw_the_cpu_sequence(gpus):
@@ -463,3 +502,38 @@ def test_partitions_of_a_soft_placement_session_fall_back_to_the_cpu():
                 plan = Plan(feeds, fetches, [])
                 out, = plan.run(StepContext(ResourceManager()), [np.array([1.0, 2.0], np.float32)])
             assert out.tolist() == [3.0, 6.0]
+
+
+# -- the stand-in is as strict as cupy where kernels could go wrong -------------------------------
+def test_stand_in_refuses_what_real_cupy_refuses(gpus):
+    a = gpus.asarray(np.arange(3.0, dtype=np.float32))
+    # cupy.pad reads constant_values with numpy.array: a device array there fails
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        gpus.pad(a, [(1, 1)], constant_values=gpus.asarray(np.float32(5)))
+    np.testing.assert_array_equal(gpus.pad(a, [(1, 1)], constant_values=np.float32(5)).get(),
+                                  [5, 0, 1, 2, 5])
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(a)
+    with pytest.raises(TypeError, match="ufunc.at"):
+        np.add.at(a, [0], 1.0)
+    # every Python scalar taken from a device array is counted as a device-to-host copy
+    fake_cupy.reset_stats()
+    assert float(a[1]) == 1.0 and int(a[2]) == 2 and bool(a[2])
+    assert fake_cupy.stats["d2h"] == 3
+    # cupy 14: add.at scatters, cupyx.scatter_add is deprecated
+    gpus.add.at(a, gpus.asarray(np.array([0, 0])), gpus.asarray(np.float32(1)))
+    assert a.get().tolist() == [2.0, 1.0, 2.0]
+    import cupyx
+    with pytest.warns(DeprecationWarning, match="cupy.add.at"):
+        cupyx.scatter_add(a, gpus.asarray(np.array([1])), gpus.asarray(np.float32(1)))
+    assert not hasattr(gpus.maximum, "at")
+
+
+def test_stand_in_of_an_old_cupy_has_no_ufunc_at(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with fake_cupy.installed(num_gpus=1, ufunc_at=False) as cupy:
+        import cupyx
+        assert not hasattr(cupy.add, "at")
+        a = cupy.zeros(2, np.float32)
+        cupyx.scatter_add(a, cupy.asarray(np.array([1, 1])), cupy.asarray(np.float32(2)))
+        assert a.get().tolist() == [0.0, 4.0]

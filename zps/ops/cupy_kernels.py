@@ -13,9 +13,12 @@ different on a GPU, in the manner of TF1's kernel registrations:
 - ``HOST_INPUTS``: inputs that are small shape/axis/size tensors (TF1's ``HostMemory``
   arguments): they stay on (or are copied to) the host, so a kernel turns them into Python ints
   without a device sync per element and constants are never copied to the device for them.
-- GPU kernels for ops whose generic kernel uses numpy-only APIs: ``np.add.at`` becomes
-  ``cupyx.scatter_add`` (``ctx.xp.add.at`` in generic kernels is served by cupyx's scatter
-  kernels, see ``_ArrayModule``); random ops draw on the host from the op's generator (the same
+  ``PadV2``'s scalar fill value is one too (``cupy.pad`` reads it on the host), and the labels of
+  ``SparseSoftmaxCrossEntropyWithLogits`` (checked against the class count on the host, where a
+  check costs no device sync, then copied to the device by the kernel).
+- GPU kernels for ops whose generic kernel uses numpy-only APIs: ``ctx.xp.add.at`` in generic
+  kernels is cupy's own ``add.at`` (cupy >= 13) or, on older cupy, ``cupyx.scatter_add`` (see
+  ``_ArrayModule``); random ops draw on the host from the op's generator (the same
   sequence as on the CPU) and copy the result to the device.
 
 Copies between the host and GPUs are steps the executor inserts at backend boundaries only
@@ -59,12 +62,13 @@ HOST_INPUTS = {
     "StridedSlice": (1, 2, 3), "StridedSliceGrad": (0, 1, 2, 3),
     "Transpose": (1,), "ExpandDims": (1,), "Sum": (1,), "Mean": (1,), "Max": (1,), "Min": (1,),
     "Prod": (1,), "All": (1,), "Any": (1,), "ReduceLogSumExp": (1,), "ArgMax": (1,),
-    "ArgMin": (1,), "SplitV": (1, 2), "SplitBySizes": (1, "rest"), "PadV2": (1,),
+    "ArgMin": (1,), "SplitV": (1, 2), "SplitBySizes": (1, "rest"), "PadV2": (1, 2),
     "MirrorPad": (1,), "MirrorPadGrad": (1,), "ReverseV2": (1,), "BroadcastTo": (1,),
     "SumToShape": (1,), "UnsortedSegmentSum": (2,), "OneHot": (1,), "Range": (0, 1, 2),
     "RandomStandardNormal": (0,), "RandomUniform": (0,), "RandomUniformInt": (0, 1, 2),
     "TruncatedNormal": (0,), "Multinomial": (1,), "ReduceGradShape": (1,),
     "Conv2DBackpropInput": (0,), "Conv2DBackpropFilter": (1,),
+    "SparseSoftmaxCrossEntropyWithLogits": (1,),
 }
 
 _STRINGS = (_dtypes.string,)
@@ -193,8 +197,9 @@ def _cupy():
 
 
 class _ScatterUfunc:
-    """A cupy ufunc with ``.at`` (numpy's unbuffered in-place scatter) done by cupyx's scatter
-    kernels: cupy before v13 has no ``ufunc.at``, and generic kernels use ``xp.add.at``."""
+    """``cupy.add`` with ``.at`` (numpy's unbuffered in-place scatter) done by
+    ``cupyx.scatter_add``, for cupy before v13, which has no ``ufunc.at`` (v14 deprecates
+    ``scatter_add`` in favour of ``add.at``)."""
 
     __slots__ = ("_ufunc", "at")
 
@@ -210,16 +215,15 @@ class _ScatterUfunc:
 
 
 class _ArrayModule:
-    """cupy as kernels see it (``ctx.xp``): cupy itself, with ``add/subtract/maximum/minimum.at``."""
+    """cupy as kernels see it (``ctx.xp``): cupy itself, with ``add.at`` on every cupy version."""
 
     def __init__(self, cupy):
-        import cupyx
         self._cupy = cupy
-        self.add = _ScatterUfunc(cupy.add, cupyx.scatter_add)
-        self.subtract = _ScatterUfunc(cupy.subtract,
-                                      lambda a, idx, b: cupyx.scatter_add(a, idx, -b))
-        self.maximum = _ScatterUfunc(cupy.maximum, cupyx.scatter_max)
-        self.minimum = _ScatterUfunc(cupy.minimum, cupyx.scatter_min)
+        if hasattr(cupy.add, "at"):
+            self.add = cupy.add
+        else:
+            import cupyx
+            self.add = _ScatterUfunc(cupy.add, cupyx.scatter_add)
 
     def __getattr__(self, name):
         return getattr(self._cupy, name)
@@ -359,13 +363,11 @@ _register("Const", _const)
 
 
 def _scatter_add(cur, idx, upd):
-    import cupyx
-    cupyx.scatter_add(cur, idx, upd)
+    array_module().add.at(cur, idx, upd)
 
 
 def _scatter_sub(cur, idx, upd):
-    import cupyx
-    cupyx.scatter_add(cur, idx, -upd)
+    array_module().add.at(cur, idx, -upd)
 
 
 def _register_scatter():

@@ -579,12 +579,15 @@ def _sparse_xent_shape(op):
 def _sparse_xent_kernel(ctx, logits, labels):
     xp = ctx.xp
     classes = logits.shape[-1]
+    # The labels are a host input on a GPU too (cupy_kernels.HOST_INPUTS): checked here without
+    # a device sync, then copied to the device (on the host, asarray is free).
     flat_labels = labels.reshape(-1)
     if flat_labels.size and (flat_labels.min() < 0 or flat_labels.max() >= classes):
         bad = flat_labels[(flat_labels < 0) | (flat_labels >= classes)][0]
         raise errors.InvalidArgumentError(
             None, None, "Received a label value of %d which is outside the valid range of [0, %d). "
             " Label values: %s" % (bad, classes, " ".join(str(int(v)) for v in flat_labels[:100])))
+    flat_labels = xp.asarray(flat_labels)
     z = logits.reshape(-1, classes)
     z = z - z.max(axis=1, keepdims=True)
     e = xp.exp(z)

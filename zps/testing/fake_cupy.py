@@ -4,8 +4,11 @@ It is strict where real cupy is strict, so the tests catch what would break on a
 ``ndarray`` is its own type (not a numpy subclass); mixing it with numpy arrays in an operation
 raises ``TypeError`` as cupy does; ``numpy.asarray(fake_array)`` refuses the implicit conversion
 (use ``.get()`` / ``asnumpy``); an array is tied to the device it was made on and using it under
-another current device raises; ufuncs have no ``.at`` (use ``cupyx.scatter_add``). Transfers are
-counted in :data:`stats` so tests can assert that no extra copies happen.
+another current device raises; ``cupy.pad`` refuses a device array as its fill value (it reads it
+with ``numpy.array``). Like cupy 14 (the default, ``ufunc_at=True``), ``cupy.add.at`` scatters
+and ``cupyx.scatter_add`` warns that it is deprecated; like cupy before 13 (``ufunc_at=False``),
+ufuncs have no ``.at``. ``numpy.add.at`` on a fake array always fails. Transfers are counted in
+:data:`stats` so tests can assert that no extra copies happen.
 
 The fake machine has ``num_gpus`` GPUs; ``CUDA_VISIBLE_DEVICES`` selects and renumbers them as
 the CUDA runtime does (read at each query, unlike CUDA which reads it once per process).
@@ -27,13 +30,14 @@ import os
 import sys
 import threading
 import types
+import warnings
 
 import numpy as _np
 
 __all__ = ["install", "uninstall", "installed", "stats", "reset_stats", "ndarray", "IS_FAKE"]
 
 IS_FAKE = True          # real cupy has no such attribute: tools print that the stand-in ran
-_machine = {"num_gpus": 1}
+_machine = {"num_gpus": 1, "ufunc_at": True}
 stats = {"h2d": 0, "d2h": 0, "d2h_pinned": 0, "d2d": 0, "pinned_alloc": 0, "kernels": 0}
 _local = threading.local()
 
@@ -277,7 +281,8 @@ def _function(name, fn):
 
 
 class ufunc:  # noqa: N801 - cupy's name
-    """A cupy ufunc: call, ``reduce``, ``accumulate``, ``outer``; no ``at`` (see module doc)."""
+    """A cupy ufunc: call, ``reduce``, ``accumulate``, ``outer``; ``add.at`` as in cupy >= 13
+    unless installed with ``ufunc_at=False`` (see module doc)."""
 
     def __init__(self, np_ufunc):
         self._u = np_ufunc
@@ -299,6 +304,13 @@ class ufunc:  # noqa: N801 - cupy's name
 
     def outer(self, *args, **kwargs):
         return _call(self._u.outer, args, kwargs, shapes_ok=False)
+
+    @property
+    def at(self):
+        if not _machine["ufunc_at"] or self._u is not _np.add:
+            raise AttributeError("fake cupy: %s has no .at%s" % (
+                self.__name__, "" if _machine["ufunc_at"] else " (cupy before v13)"))
+        return _scatter(_np.add)
 
     def __repr__(self):
         return "<ufunc '%s'>" % self.__name__
@@ -414,19 +426,25 @@ class ndarray:  # noqa: N801 - cupy's name
             stats["d2d"] += 1
         return _wrap(self._a.copy(order=order), dev)
 
+    # Python scalars from a device array: each is a device-to-host copy (and a sync) in cupy
     def __float__(self):
+        stats["d2h"] += 1
         return float(self._a)
 
     def __int__(self):
+        stats["d2h"] += 1
         return int(self._a)
 
     def __complex__(self):
+        stats["d2h"] += 1
         return complex(self._a)
 
     def __index__(self):
+        stats["d2h"] += 1
         return self._a.__index__()
 
     def __bool__(self):
+        stats["d2h"] += 1
         return bool(self._a)
 
     def __len__(self):
@@ -555,6 +573,21 @@ def asnumpy(a, stream=None, order="C", out=None, blocking=True):
     return _np.asarray(a, order=order)
 
 
+def pad(array, pad_width, mode="constant", **kwargs):
+    """cupy.pad reads ``constant_values`` with ``numpy.array``: a device array there fails."""
+    if any(v.__class__ is ndarray for v in _flat(kwargs.get("constant_values"))):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` "
+                        "to construct a NumPy array explicitly. (fake cupy: cupy.pad's "
+                        "constant_values must be host values)")
+    return _call(_np.pad, (array, pad_width, mode), kwargs)
+
+
+def _flat(value):
+    if value.__class__ in (tuple, list):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
 def get_array_module(*args):
     return sys.modules[__name__] if any(a.__class__ is ndarray for a in args) else _np
 
@@ -572,7 +605,7 @@ def get_default_pinned_memory_pool():
 
 
 _OWN = {"asarray": asarray, "array": array, "asnumpy": asnumpy, "ndarray": ndarray,
-        "ascontiguousarray": ascontiguousarray, "get_array_module": get_array_module,
+        "ascontiguousarray": ascontiguousarray, "get_array_module": get_array_module, "pad": pad,
         "is_available": is_available, "get_default_memory_pool": get_default_memory_pool,
         "get_default_pinned_memory_pool": get_default_pinned_memory_pool, "ufunc": ufunc,
         "IS_FAKE": True}
@@ -610,8 +643,11 @@ class _Submodule(types.ModuleType):
 
 
 # -- cupyx -------------------------------------------------------------------------------------
-def _scatter(np_ufunc):
+def _scatter(np_ufunc, deprecated=None):
     def scatter(a, slices, value):
+        if deprecated and _machine["ufunc_at"]:
+            warnings.warn("`ndarray.%s` is deprecated. Please use `cupy.%s.at` instead."
+                          % (deprecated, np_ufunc.__name__), DeprecationWarning, stacklevel=2)
         dev = _current()
         np_ufunc.at(_unwrap(a, dev), _unwrap_key(slices, dev), _unwrap(value, dev))
         stats["kernels"] += 1
@@ -651,9 +687,9 @@ def _build_modules():
     cupy.lib.stride_tricks = _Submodule("cupy.lib.stride_tricks", _np.lib.stride_tricks)
     cupyx = types.ModuleType("cupyx")
     cupyx.IS_FAKE = True
-    cupyx.scatter_add = _scatter(_np.add)
-    cupyx.scatter_max = _scatter(_np.maximum)
-    cupyx.scatter_min = _scatter(_np.minimum)
+    cupyx.scatter_add = _scatter(_np.add, "scatter_add")
+    cupyx.scatter_max = _scatter(_np.maximum, "scatter_max")
+    cupyx.scatter_min = _scatter(_np.minimum, "scatter_min")
     scipy = types.ModuleType("cupyx.scipy")
     special = types.ModuleType("cupyx.scipy.special")
     special.erf = _erf
@@ -666,13 +702,15 @@ def _build_modules():
 _saved = None
 
 
-def install(num_gpus=1):
+def install(num_gpus=1, ufunc_at=True):
     """Make ``import cupy`` / ``import cupyx`` resolve to the stand-in (a machine with
-    ``num_gpus`` GPUs); returns the fake cupy module. Undo with :func:`uninstall`."""
+    ``num_gpus`` GPUs; ``ufunc_at=False``: a cupy before v13, without ``add.at``); returns the
+    fake cupy module. Undo with :func:`uninstall`."""
     global _saved
     if _saved is None:
         _saved = {k: sys.modules.get(k) for k in _build_modules()}
     _machine["num_gpus"] = int(num_gpus)
+    _machine["ufunc_at"] = bool(ufunc_at)
     modules = _build_modules()
     sys.modules.update(modules)
     reset_stats()
@@ -693,9 +731,9 @@ def uninstall():
 
 
 @contextlib.contextmanager
-def installed(num_gpus=1):
+def installed(num_gpus=1, ufunc_at=True):
     """``with installed(num_gpus=2) as cupy:`` — the stand-in, uninstalled on exit."""
-    cupy = install(num_gpus)
+    cupy = install(num_gpus, ufunc_at)
     try:
         yield cupy
     finally:
