@@ -43,6 +43,7 @@ import numpy as np
 
 from zps.framework import errors
 from zps.framework.graph import Operation, Tensor
+from zps.runtime import allocator
 
 _step_ids = itertools.count(1)
 
@@ -223,6 +224,11 @@ class Plan:
         if gpus is not None:
             self._fetch_slots, self._fetch_fix = gpus.fetch_fixers(
                 self.fetches, self._fetch_slots, self._fetch_fix)
+        # Each intermediate value is dropped once its last reader ran, as TF1 frees a tensor, so
+        # a step's memory peaks at its live values, not at all it computed.
+        ref_slots = {s for t, s in slots.items() if isinstance(t, Tensor) and t.is_ref}
+        self._frees, self._uses, self._reads = _releases(steps, ref_slots | set(self._fetch_slots))
+        self._ran = False   # the first run may leave a one-off peak in the heap (allocator.trim)
         # A plan without asynchronous ops never waits on another task or a queue.
         self.may_block = any(s.is_async for s in steps)
         self._gpu = gpus is not None
@@ -231,7 +237,8 @@ class Plan:
         if self.may_block:
             self._dataflow_info()
         else:
-            self._chunks = [_compile(steps, base) for base in range(0, len(steps), _CHUNK)]
+            self._chunks = [_compile(steps, base, self._frees)
+                            for base in range(0, len(steps), _CHUNK)]
             self._chunk_base = {fn.__code__: base for fn, base in self._chunks}
 
     @property
@@ -257,6 +264,8 @@ class Plan:
                 if flush is not None:
                     flush()   # the partitions joined may wait for what this one sent
                 concurrent.futures.wait(join)
+            if not self._ran:
+                self._first_run_done()
             return self._fetched(vals)
         # The dataflow loop. While it waits, completions that arrive on a light thread (the
         # transport's I/O thread) run the cheap ops they make ready right there; anything else
@@ -288,6 +297,8 @@ class Plan:
                 raise outcome[0]
             with lock:
                 if left[0] == 0:
+                    if not self._ran:
+                        self._first_run_done()
                     return self._fetched(vals)
 
     def start(self, ctx, feed_values, done, offload, records=None):
@@ -306,6 +317,8 @@ class Plan:
             if error is not None:
                 done(None, error)
                 return
+            if not self._ran:
+                self._first_run_done()
             try:
                 values = self._fetched(vals)
             except Exception as e:  # noqa: BLE001
@@ -330,6 +343,10 @@ class Plan:
         """
         records = []
         return self.run(ctx, feed_values, records=records), records
+
+    def _first_run_done(self):
+        self._ran = True
+        allocator.trim()
 
     def _prepare(self, feed_values, ctx):
         vals = self._template.copy()
@@ -470,13 +487,14 @@ class _Run:
 
     __slots__ = ("plan", "ctx", "vals", "done", "offload", "records", "pending", "ready",
                  "later", "sent", "completions", "lock", "active", "finished", "left", "waiting",
-                 "started", "lanes", "info")
+                 "started", "lanes", "info", "uses")
 
     def __init__(self, plan, ctx, vals, done, offload, records):
         self.plan, self.ctx, self.vals = plan, ctx, vals
         self.done, self.offload, self.records = done, offload, records
         self.info = plan._dataflow_info()
         self.pending = self.info[1].copy()
+        self.uses = plan._uses.copy()   # readers left per value (Plan._reads)
         # Ready steps: those a _Send takes first (``ready``), the others once none is left
         # (``later``), so that what other tasks wait for is sent before this task computes on.
         ready, later = self.info[5]
@@ -529,6 +547,7 @@ class _Run:
         steps, vals, ctx, ready, later, records = self.plan._steps, self.vals, self.ctx, \
             self.ready, self.later, self.records
         dependents, _, inline, labels, urgent, _ = self.info
+        reads, uses = self.plan._reads, self.uses
         while True:
             if not ready and later:
                 if self.sent and self.waiting:
@@ -553,8 +572,7 @@ class _Run:
                             self.lanes[lane:lane + 1] = [True]
                             self.started[k] = (time.time(), lane)
                         step.fn(ctx, functools.partial(self.complete, k), *step.args(vals))
-                        continue
-                    if records is None:
+                    elif records is None:
                         step.store(vals, step.fn(ctx, *step.args(vals)))
                     else:
                         t0 = time.time()
@@ -563,6 +581,14 @@ class _Run:
                                         labels[k], 0))
                 except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
                     raise op_error(e, step.op) from e
+                for s in reads[k]:   # the step has its inputs: drop those it read last
+                    n = uses[s] - 1
+                    if n:
+                        uses[s] = n
+                    else:
+                        vals[s] = None
+                if step.is_async:
+                    continue
             else:
                 with self.lock:
                     item = self.completions.popleft() if self.completions else None
@@ -630,8 +656,9 @@ def _timeline_label(op):
     return "%s = %s(%s)" % (op.name, op.type, inputs)
 
 
-def _compile(steps, base):
-    """A function running ``steps[base:base + _CHUNK]``, one source line per op (see module doc)."""
+def _compile(steps, base, frees):
+    """A function running ``steps[base:base + _CHUNK]``, one source line per op (see module doc);
+    the values ``frees[k]`` are dropped on step ``k``'s line, after it."""
     lines = ["def run_ops_%d(ctx, vals, fns):" % base]
     for k in range(base, min(base + _CHUNK, len(steps))):
         step = steps[k]
@@ -640,12 +667,42 @@ def _compile(steps, base):
         outs = ", ".join("vals[%d]" % s for s in step.outs)
         if len(step.outs) > 1:
             outs += ","
-        lines.append("    %sfns[%d](ctx%s)" % (outs + " = " if outs else "", k, args))
+        drop = "".join("vals[%d] = " % s for s in frees[k])
+        lines.append("    %sfns[%d](ctx%s)%s" % (outs + " = " if outs else "", k, args,
+                                                  "; %sNone" % drop if drop else ""))
     if len(lines) == 1:
         lines.append("    pass")
     namespace = {}
     exec(compile("\n".join(lines), "<zps plan>", "exec"), namespace)
     return namespace["run_ops_%d" % base], base
+
+
+def _releases(steps, kept):
+    """When each value a step computes can be dropped (slots in ``kept`` never are: fetches,
+    variables). Returns ``(frees, uses, reads)``: ``frees[k]``, the slots to drop after step
+    ``k`` when the steps run in order (after their last reader, or their producer when nobody
+    reads them); for the dataflow loop, whose order varies, ``uses`` (per slot: how many steps
+    read it, None for slots it never drops) and ``reads[k]`` (the droppable slots step ``k``
+    reads: each reader counts down, the last one drops the value)."""
+    last = {}
+    for k, step in enumerate(steps):
+        for s in step.outs:
+            if s != _TRASH and s not in kept:
+                last[s] = k
+    reads = []
+    for k, step in enumerate(steps):
+        mine = tuple(sorted({s for s in step.ins if s in last}))
+        reads.append(mine)
+        for s in mine:
+            last[s] = k
+    frees = [[] for _ in steps]
+    for s, k in last.items():
+        frees[k].append(s)
+    uses = [None] * (1 + max((s for step in steps for s in step.outs), default=0))
+    for mine in reads:
+        for s in mine:
+            uses[s] = (uses[s] or 0) + 1
+    return [tuple(sorted(f)) for f in frees], uses, reads
 
 
 def _dependencies(steps, slots):
