@@ -263,13 +263,33 @@ def test_intermediate_values_are_dropped_after_their_last_reader(dataflow):
 def test_a_plans_first_run_gives_a_one_off_peak_back(monkeypatch):
     from zps.runtime import allocator
     trims = []
-    monkeypatch.setattr(allocator, "trim", lambda force=False: trims.append(force))
+    monkeypatch.setattr(allocator, "trim", lambda: trims.append(1))
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [])
         plan = Plan([x], [x * 2.0], [])
         for _ in range(3):
             run(plan, [np.float32(1.0)])
-    assert trims == [False]   # once, after the first run (it trims only if the heap grew)
+    assert trims == [1]   # once, after the first run (it trims only if the heap grew)
+
+
+def test_trim_gives_pages_back_only_after_the_heap_grew(monkeypatch):
+    from zps.runtime import allocator
+    heap_end, trims = [1 << 30], []
+
+    def malloc_trim(pad):
+        trims.append(pad)
+        heap_end[0] -= 10 << 20   # the top of the heap was free
+    monkeypatch.setattr(allocator, "_malloc_trim", malloc_trim)
+    monkeypatch.setattr(allocator, "_sbrk", lambda incr: heap_end[0])
+    monkeypatch.setattr(allocator, "_trimmed_at", heap_end[0])
+    heap_end[0] += allocator.TRIM_GROWTH_BYTES   # grown by the limit: not yet
+    allocator.trim()
+    assert trims == []
+    heap_end[0] += 1 << 20
+    allocator.trim()
+    assert trims == [0] and allocator._trimmed_at == heap_end[0]
+    allocator.trim()   # measured from the end after the last trim
+    assert trims == [0]
 
 
 def test_initializing_a_large_variable_leaves_no_peak_resident(tmp_path):

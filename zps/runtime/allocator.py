@@ -68,12 +68,12 @@ def tune():
     return _tuned
 
 
-def trim(force=False):
+def trim():
     """Return the heap's free pages to the system if the heap grew by ``TRIM_GROWTH_BYTES``
-    since the last trim (or ``force``). A no-op unless :func:`tune` tuned the allocator."""
+    since the last trim. A no-op unless :func:`tune` tuned the allocator."""
     global _trimmed_at
     if _malloc_trim is None:
         return
-    if force or (_sbrk(0) or 0) - _trimmed_at > TRIM_GROWTH_BYTES:
+    if (_sbrk(0) or 0) - _trimmed_at > TRIM_GROWTH_BYTES:
         _malloc_trim(0)
         _trimmed_at = _sbrk(0) or 0
