@@ -1,5 +1,5 @@
-"""Smoke tests of the measurement tools: tools/compare_tf.py, tools/bench_scaling.py and
-tools/bench_transfer.py."""
+"""Smoke tests of the measurement tools: tools/compare_tf.py, tools/bench_scaling.py,
+tools/bench_transfer.py and tools/bench_local.py."""
 
 import json
 import os
@@ -60,6 +60,20 @@ def test_compare_tf_says_how_to_get_tensorflow_when_missing():
     assert r.returncode == 2
     assert "TensorFlow is not importable" in r.stderr
     assert "python -m venv /work/tfvenv && /work/tfvenv/bin/pip install tensorflow-cpu" in r.stderr
+
+
+def test_bench_local_gpu_rows_on_the_stand_in():
+    r = _run([os.path.join(TOOLS, "bench_local.py"), "--device", "gpu", "--fake-cupy", "--rounds",
+              "1", "--steps", "1", "--gpu-batches", "8,16", "--json"], 120)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    rows = report["mlp_gpu"]
+    assert [row["batch"] for row in rows] == [8, 16] and all(row["stand_in"] for row in rows)
+    for row in rows:   # the same start and batch: zps on /gpu:0 agrees with cupy by hand
+        assert row["first_loss_zps_gpu"] == pytest.approx(row["first_loss_cupy"], rel=1e-5)
+    r = _run([os.path.join(TOOLS, "bench_local.py"), "--device", "gpu", "--fake-cupy",
+              "--gpu-batches", "128,x"], 60)
+    assert r.returncode == 2 and "--gpu-batches takes positive integers" in r.stderr
 
 
 def test_bench_scaling_rejects_bad_arguments():
