@@ -170,3 +170,33 @@ def test_random_ops_on_gpu_match_the_cpu_draws():
     for g, c in zip(draw("/gpu:0"), draw("/cpu:0")):
         assert type(g) is np.ndarray and g.dtype == c.dtype
         np.testing.assert_array_equal(g, c)
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda: tf.train.GradientDescentOptimizer(0.1),
+    lambda: tf.train.MomentumOptimizer(0.1, 0.9),
+    lambda: tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+    lambda: tf.train.AdagradOptimizer(0.1),
+    lambda: tf.train.AdamOptimizer(0.05),
+    lambda: tf.train.RMSPropOptimizer(0.05, momentum=0.5),
+], ids=["sgd", "momentum", "nesterov", "adagrad", "adam", "rmsprop"])
+def test_optimizer_updates_on_gpu_match_the_cpu(make_opt):
+    # The dense updates run as fused kernels on a GPU (cupy_kernels._FUSED_SOURCES).
+    def train(device):
+        with tf.Graph().as_default():
+            x = tf.placeholder(tf.float32, [None, 3])
+            with tf.device(device):
+                w = tf.Variable(np.linspace(-0.5, 0.5, 6, dtype=np.float32).reshape(3, 2))
+                b = tf.Variable(np.zeros(2, np.float32))
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - 1.0))
+                step = make_opt().minimize(loss)
+            feed = {x: np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)}
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(5):
+                    sess.run(step, feed)
+                return sess.run([w, b])
+
+    for g, c in zip(train("/gpu:0"), train("/cpu:0")):
+        assert type(g) is np.ndarray
+        np.testing.assert_allclose(g, c, rtol=max(RTOL, 1e-5), atol=max(ATOL, 1e-6))

@@ -11,6 +11,7 @@ import pytest
 
 import zps as tf
 from zps.framework import errors, registry
+from zps.ops import training_ops
 from zps.testing import fake_cupy
 from zps.testing.cluster import InProcessCluster
 
@@ -373,6 +374,55 @@ def test_a_gpu_training_step_syncs_only_for_its_fetch(gpus):
                                match=r"label value of 3 .* range of \[0, 3\)") as info:
                 sess.run(step, {x: feed[x], labels: [0, 1, 3, 0, 0]})
             assert "SparseSoftmaxCrossEntropyWithLogits" in str(info.value)
+
+
+def _optimizer(opt):
+    return lambda v, slots, g: opt().apply_gradients([(g, v)])
+
+
+@pytest.mark.parametrize("make_update", [
+    _optimizer(lambda: tf.train.GradientDescentOptimizer(0.1)),
+    _optimizer(lambda: tf.train.MomentumOptimizer(0.1, 0.9)),
+    _optimizer(lambda: tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True)),
+    _optimizer(lambda: tf.train.AdagradOptimizer(0.1)),
+    _optimizer(lambda: tf.train.AdamOptimizer(0.05)),
+    lambda v, slots, g: training_ops.apply_adagrad(v, slots[0], np.float32(0.1), g,
+                                                   update_slots=False),
+    lambda v, slots, g: training_ops.apply_adam(
+        v, slots[0], slots[1], np.float32(0.9), np.float32(0.999), np.float32(0.05),
+        np.float32(0.9), np.float32(0.999), np.float32(1e-7), g, use_nesterov=True),
+], ids=["gd", "momentum", "nesterov", "adagrad", "adam", "adagrad_frozen", "adam_nesterov"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["float32", "float16"])
+def test_dense_updates_on_a_gpu_are_one_fused_kernel(gpus, monkeypatch, make_update, dtype):
+    # Each dense optimizer update on a GPU is one elementwise kernel (the stand-in runs its body),
+    # computing what the generic update (a launch per operation) computes; float16 keeps the
+    # generic update.
+    from zps.ops import cupy_kernels
+
+    def run(fused):
+        monkeypatch.setattr(cupy_kernels, "FUSED_UPDATES", fused)
+        with tf.Graph().as_default():
+            with tf.device("/gpu:0"):
+                v = tf.Variable(np.linspace(-1, 1, 12).reshape(3, 4).astype(dtype))
+                slots = [tf.Variable(np.full((3, 4), 0.5, dtype)),
+                         tf.Variable(np.full((3, 4), 0.25, dtype))]
+                g = tf.constant(np.linspace(0.5, -0.7, 12).reshape(3, 4).astype(dtype))
+                update = make_update(v, slots, g)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(update)
+                fake_cupy.reset_stats()
+                sess.run(update)
+                return fake_cupy.stats["kernels"], sess.run([v] + slots)
+
+    fused_kernels, fused = run(True)
+    generic_kernels, generic = run(False)
+    for a, b in zip(fused, generic):
+        np.testing.assert_allclose(a, b, rtol=1e-6 if dtype is np.float32 else 0)
+    if dtype is np.float32:
+        assert fused_kernels < generic_kernels
+    else:
+        assert fused_kernels == generic_kernels
 
 
 def test_random_ops_on_a_gpu_draw_the_cpu_sequence(gpus):

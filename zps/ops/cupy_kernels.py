@@ -370,6 +370,75 @@ def _scatter_sub(cur, idx, upd):
     array_module().add.at(cur, idx, -upd)
 
 
+# -- fused optimizer updates ---------------------------------------------------------------------
+# Each dense update of zps.ops.training_ops as one elementwise kernel (instead of one launch per
+# arithmetic operation: 12 for Adam), in the same order of operations as the generic update so
+# the GPU matches the CPU to rounding. Compiled by cupy on first use (cupy.ElementwiseKernel); the
+# stand-in cupy compiles nothing, so the generic updates run there.
+FUSED_UPDATES = True   # False: every update runs the generic way (a switch for measurements)
+
+_FUSED_SOURCES = {
+    # name: (inputs, outputs, body, the training_ops update it replaces, its flag parameter)
+    "gd": ("T g, T alpha", "T w", "w -= g * alpha;", "_gd_update", None),
+    "momentum": ("T g, T lr, T momentum", "T w, T accum",
+                 "accum = accum * momentum + g; w -= accum * lr;", "_momentum_update", False),
+    "momentum_nesterov": ("T g, T lr, T momentum", "T w, T accum",
+                          "accum = accum * momentum + g; w -= g * lr + accum * momentum * lr;",
+                          "_momentum_update", True),
+    "adagrad": ("T g, T lr", "T w, T accum", "accum += g * g; w -= g / sqrt(accum) * lr;",
+                "_adagrad_update", True),
+    "adagrad_frozen": ("T g, T lr", "T w, T accum", "w -= g / sqrt(accum) * lr;",
+                       "_adagrad_update", False),
+    "adam": ("T g, T alpha, T beta1, T beta2, T epsilon", "T w, T m, T v",
+             "m += (g - m) * (1 - beta1); v += (g * g - v) * (1 - beta2);"
+             " w -= m / (sqrt(v) + epsilon) * alpha;", "_adam_update", False),
+    "adam_nesterov": ("T g, T alpha, T beta1, T beta2, T epsilon", "T w, T m, T v",
+                      "m += (g - m) * (1 - beta1); v += (g * g - v) * (1 - beta2);"
+                      " w -= (m * beta1 + g * (1 - beta1)) * alpha / (sqrt(v) + epsilon);",
+                      "_adam_update", True),
+}
+_fused_kernels = {}   # (id of the cupy module, name) -> compiled kernel
+
+
+def _fused_kernel(cupy, name):
+    key = (id(cupy), name)
+    kernel = _fused_kernels.get(key)
+    if kernel is None:
+        ins, outs, body = _FUSED_SOURCES[name][:3]
+        kernel = _fused_kernels[key] = cupy.ElementwiseKernel(ins, outs, body, "zps_" + name)
+    return kernel
+
+
+def _fused_update(names):
+    """``fused(arrays, params)`` for ``_blocked``: ``arrays`` = var, its slots, grad; ``params``
+    the update's scalars (0-d arrays) and last its flag, if it has one (``names`` by flag)."""
+    def fused(arrays, params):
+        cupy = _cupy()
+        if not FUSED_UPDATES or not hasattr(cupy, "ElementwiseKernel") or \
+                arrays[0].dtype not in (np.float32, np.float64) or \
+                any(a.dtype != arrays[0].dtype or not isinstance(a, cupy.ndarray)
+                    for a in list(arrays) + [p for p in params if hasattr(p, "ndim")]):
+            return False
+        flag = params[-1] if None not in names else None
+        scalars = params[:-1] if None not in names else params
+        *state, grad = arrays
+        _fused_kernel(cupy, names[flag])(grad, *scalars, *state)
+        return True
+    return fused
+
+
+def _register_fused_updates():
+    from zps.ops import training_ops
+    by_update = {}
+    for name, (_, _, _, update, flag) in _FUSED_SOURCES.items():
+        by_update.setdefault(update, {})[flag] = name
+    for update, names in by_update.items():
+        training_ops.GPU_UPDATES[getattr(training_ops, update)] = _fused_update(names)
+
+
+_register_fused_updates()
+
+
 def _register_scatter():
     from zps.ops.state_ops import _scatter_kernel  # the validation is the generic kernel's
     _register("ScatterAdd", _scatter_kernel(_scatter_add))

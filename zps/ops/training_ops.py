@@ -184,14 +184,25 @@ def _blocked_rows(ctx, update, arrays, idx, g, block, *params):
 _ONE_PIECE = 4096   # elements: arrays this small are updated without blocks or scratch
 
 
+# update function -> its fused GPU kernel ``fused(arrays, params)``, which returns False where it
+# does not apply (cupy_kernels fills this where cupy can compile kernels).
+GPU_UPDATES = {}
+
+
 def _blocked(ctx, update, arrays, *params):
     """Run ``update(xp, tmp, tmp2, *array_blocks, *params)`` over aligned blocks of ``arrays``.
 
     The arrays (same shape; var, slots, grad) are updated in place through the block views;
     ``tmp``/``tmp2`` are scratch blocks of the same size. Arrays that are not C-contiguous (rare:
     variables are stored contiguously) are updated in one piece with full-size scratch arrays.
+    On a GPU the update is one fused kernel where ``GPU_UPDATES`` has one (a launch per
+    arithmetic operation otherwise).
     """
     xp = ctx.xp
+    if ctx.backend == "cupy":
+        fused = GPU_UPDATES.get(update)
+        if fused is not None and fused(arrays, params):
+            return
     if arrays[0].size <= _ONE_PIECE or not all(a.flags.c_contiguous for a in arrays):
         # Small (a scalar's update costs more in block bookkeeping than in arithmetic), or not
         # C-contiguous (rare: variables are stored contiguously): updated in one piece.

@@ -5,7 +5,8 @@ It is strict where real cupy is strict, so the tests catch what would break on a
 raises ``TypeError`` as cupy does; ``numpy.asarray(fake_array)`` refuses the implicit conversion
 (use ``.get()`` / ``asnumpy``); an array is tied to the device it was made on and using it under
 another current device raises; ``cupy.pad`` refuses a device array as its fill value (it reads it
-with ``numpy.array``). Like cupy 14 (the default, ``ufunc_at=True``), ``cupy.add.at`` scatters
+with ``numpy.array``); ``ElementwiseKernel`` runs bodies written in the common subset of C and
+Python (see the class). Like cupy 14 (the default, ``ufunc_at=True``), ``cupy.add.at`` scatters
 and ``cupyx.scatter_add`` warns that it is deprecated; like cupy before 13 (``ufunc_at=False``),
 ufuncs have no ``.at``. ``numpy.add.at`` on a fake array always fails. Transfers are counted in
 :data:`stats` so tests can assert that no extra copies happen.
@@ -573,6 +574,40 @@ def asnumpy(a, stream=None, order="C", out=None, blocking=True):
     return _np.asarray(a, order=order)
 
 
+class ElementwiseKernel:
+    """cupy.ElementwiseKernel for bodies in the common subset of C and Python: statements
+    separated by ``;`` of assignments (``=``, ``+=`` ...) and arithmetic on the parameters, with
+    ``sqrt``. The body runs on whole arrays (numpy semantics, the parameters' dtypes) and the
+    output parameters (given as arguments: updated in place) receive their final values; every
+    argument must be a device array of the current device (0-d for scalars), as typed ``T``
+    parameters of cupy need."""
+
+    def __init__(self, in_params, out_params, operation, name="kernel", **kwargs):
+        self.in_params = [p.split()[-1] for p in in_params.split(",")]
+        self.out_params = [p.split()[-1] for p in out_params.split(",")]
+        self.name = name
+        statements = [st.strip() for st in operation.split(";") if st.strip()]
+        self._code = compile("\n".join(statements), "<fake cupy kernel %s>" % name, "exec")
+
+    def __call__(self, *args):
+        names = self.in_params + self.out_params
+        if len(args) != len(names):
+            raise TypeError("Wrong number of arguments for %r: %d given, %d expected (outputs "
+                            "included)" % (self.name, len(args), len(names)))
+        dev = _current()
+        if any(a.__class__ is not ndarray for a in args):
+            raise TypeError("fake cupy: kernel %r takes device arrays only" % self.name)
+        arrays = dict(zip(names, (_unwrap(a, dev) for a in args)))
+        scope = dict(arrays)
+        exec(self._code, {"__builtins__": {}, "sqrt": _np.sqrt}, scope)
+        for name in self.out_params:
+            if scope[name] is not arrays[name]:   # rebound (``x = ...``): write it back
+                _np.copyto(arrays[name], scope[name], casting="same_kind")
+        stats["kernels"] += 1
+        return args[len(self.in_params)] if len(self.out_params) == 1 else \
+            tuple(args[len(self.in_params):])
+
+
 def pad(array, pad_width, mode="constant", **kwargs):
     """cupy.pad reads ``constant_values`` with ``numpy.array``: a device array there fails."""
     if any(v.__class__ is ndarray for v in _flat(kwargs.get("constant_values"))):
@@ -608,6 +643,7 @@ _OWN = {"asarray": asarray, "array": array, "asnumpy": asnumpy, "ndarray": ndarr
         "ascontiguousarray": ascontiguousarray, "get_array_module": get_array_module, "pad": pad,
         "is_available": is_available, "get_default_memory_pool": get_default_memory_pool,
         "get_default_pinned_memory_pool": get_default_pinned_memory_pool, "ufunc": ufunc,
+        "ElementwiseKernel": ElementwiseKernel,
         "IS_FAKE": True}
 _cache = {}
 
