@@ -71,6 +71,7 @@ def test_bench_local_gpu_rows_on_the_stand_in():
     assert [row["batch"] for row in rows] == [8, 16] and all(row["stand_in"] for row in rows)
     for row in rows:   # the same start and batch: zps on /gpu:0 agrees with cupy by hand
         assert row["first_loss_zps_gpu"] == pytest.approx(row["first_loss_cupy"], rel=1e-5)
+        assert row["adam_fused_ms"] > 0 and row["adam_generic_ms"] > 0
     r = _run([os.path.join(TOOLS, "bench_local.py"), "--device", "gpu", "--fake-cupy",
               "--gpu-batches", "128,x"], 60)
     assert r.returncode == 2 and "--gpu-batches takes positive integers" in r.stderr

@@ -89,7 +89,7 @@ class NumpyMLP:
 class ZpsMLP:
     """The same model as a TF1 graph run by a local zps Session."""
 
-    def __init__(self, params, lr, device=None):
+    def __init__(self, params, lr, device=None, optimizer=None):
         self.graph = tf.Graph()
         with self.graph.as_default(), tf.device(device):
             self.x = tf.placeholder(tf.float32, [None, LAYERS[0]])
@@ -102,7 +102,8 @@ class ZpsMLP:
                     h = tf.nn.relu(h)
             self.loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=self.labels, logits=h))
-            self.train_op = tf.train.GradientDescentOptimizer(lr).minimize(self.loss)
+            opt = (optimizer or tf.train.GradientDescentOptimizer)(lr)
+            self.train_op = opt.minimize(self.loss)
             self.sess = tf.Session()
             self.sess.run(tf.global_variables_initializer())
 
@@ -151,10 +152,17 @@ def bench_mlp_gpu(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
     x = rng.standard_normal((batch, LAYERS[0])).astype(np.float32)
     labels = rng.integers(0, LAYERS[-1], batch)
     impls = {"cupy": NumpyMLP(params, lr, xp=cupy), "zps_gpu": ZpsMLP(params, lr, "/gpu:0"),
-             "zps_cpu": ZpsMLP(params, lr)}
+             "zps_cpu": ZpsMLP(params, lr),
+             # Adam on /gpu:0 with its updates fused (one kernel each) and done the generic way
+             "adam_fused": _FusedUpdates(ZpsMLP(params, 1e-3, "/gpu:0", tf.train.AdamOptimizer),
+                                         True),
+             "adam_generic": _FusedUpdates(ZpsMLP(params, 1e-3, "/gpu:0",
+                                                  tf.train.AdamOptimizer), False)}
     losses = {name: float(impl.step(x, labels)) for name, impl in impls.items()}
     med = _median_step_times(impls, x, labels, steps, rounds)
     return {
+        "adam_fused_ms": med["adam_fused"] * 1e3,
+        "adam_generic_ms": med["adam_generic"] * 1e3,
         "batch": batch,
         "stand_in": bool(getattr(cupy, "IS_FAKE", False)),
         "cupy_ms": med["cupy"] * 1e3,
@@ -167,6 +175,22 @@ def bench_mlp_gpu(batch=128, steps=20, rounds=7, lr=0.01, seed=0):
     }
 
 
+class _FusedUpdates:
+    """An implementation stepped with the GPU's optimizer updates fused or not
+    (``cupy_kernels.FUSED_UPDATES``)."""
+
+    def __init__(self, impl, fused):
+        self.impl, self.fused = impl, fused
+
+    def step(self, x, labels):
+        from zps.ops import cupy_kernels
+        saved, cupy_kernels.FUSED_UPDATES = cupy_kernels.FUSED_UPDATES, self.fused
+        try:
+            return self.impl.step(x, labels)
+        finally:
+            cupy_kernels.FUSED_UPDATES = saved
+
+
 def _gpu_table(gpu):
     b = "b%d" % gpu["batch"]
     print("%-44s %9.2f ms" % ("MLP %s step, cupy by hand (GPU)" % b, gpu["cupy_ms"]))
@@ -177,6 +201,9 @@ def _gpu_table(gpu):
                              gpu["speedup_vs_cpu"]))
     print("%-44s %9.4f / %.4f" % ("%s first-step loss cupy / zps on /gpu:0" % b,
                                   gpu["first_loss_cupy"], gpu["first_loss_zps_gpu"]))
+    print("%-44s %9.2f ms" % ("%s Adam step on /gpu:0, fused updates" % b, gpu["adam_fused_ms"]))
+    print("%-44s %9.2f ms" % ("%s Adam step on /gpu:0, generic updates" % b,
+                              gpu["adam_generic_ms"]))
 
 
 def main(argv=None):
