@@ -78,8 +78,15 @@ def _register_test_ops():
     def alive(ctx, x, key):
         return np.bool_(REMEMBERED[key]() is not None)
 
+    def spare(ctx, x, key):
+        unread = x + 2.0   # an output nobody reads
+        REMEMBERED[key] = weakref.ref(unread)
+        return x + 1.0, unread
+
     registry.register_op("ZpsTestRemember", kernel=remember, grad=None,
                          shape=lambda op: op.inputs[0].get_shape())
+    registry.register_op("ZpsTestSpare", kernel=spare, grad=None, num_outputs=2,
+                         shape=lambda op: [op.inputs[0].get_shape()] * 2)
     registry.register_op("ZpsTestAlive", kernel=alive, grad=None,
                          dtype=lambda op: tf.bool, shape=lambda op: tf.TensorShape([]))
 
@@ -237,7 +244,8 @@ def test_op_error_mapping():
 # -- memory ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dataflow", [False, True], ids=["compiled", "dataflow"])
 def test_intermediate_values_are_dropped_after_their_last_reader(dataflow):
-    # As TF1 frees a tensor once its last reader ran: a step's memory peaks at its live values.
+    # As TF1 frees a tensor once its last reader ran (an output nobody reads: once computed), a
+    # step's memory peaks at its live values.
     EVENTS["mem"] = threading.Event()
     with tf.Graph().as_default() as g:
         x = tf.placeholder(tf.float32, [4])
@@ -249,15 +257,17 @@ def test_intermediate_values_are_dropped_after_their_last_reader(dataflow):
             b = g.create_op("ZpsTestSet", [b], {"key": "mem"}).outputs[0]
             b = g.create_op("ZpsTestWait", [b], {"key": "mem"}).outputs[0]
         c = b + k
+        c = g.create_op("ZpsTestSpare", [c], {"key": "spare"}).outputs[0]
         with g.control_dependencies([c]):
             a_alive = g.create_op("ZpsTestAlive", [c], {"key": "a"}).outputs[0]
             kept_alive = g.create_op("ZpsTestAlive", [c], {"key": "kept"}).outputs[0]
-        plan = Plan([x], [a_alive, kept_alive, kept, c], [])
+            spare_alive = g.create_op("ZpsTestAlive", [c], {"key": "spare"}).outputs[0]
+        plan = Plan([x], [a_alive, kept_alive, spare_alive, kept, c], [])
         assert plan.may_block is dataflow
         got = run(plan, [np.arange(4, dtype=np.float32)])
-    assert got[0] == np.False_ and got[1] == np.True_
-    np.testing.assert_array_equal(got[2], [0, 3, 6, 9])
-    np.testing.assert_array_equal(got[3], np.arange(4) * 5 + 2 + (1 if dataflow else 0))
+    assert got[0] == np.False_ and got[1] == np.True_ and got[2] == np.False_
+    np.testing.assert_array_equal(got[3], [0, 3, 6, 9])
+    np.testing.assert_array_equal(got[4], np.arange(4) * 5 + 3 + (1 if dataflow else 0))
 
 
 def test_a_plans_first_run_gives_a_one_off_peak_back(monkeypatch):

@@ -227,7 +227,8 @@ class Plan:
         # Each intermediate value is dropped once its last reader ran, as TF1 frees a tensor, so
         # a step's memory peaks at its live values, not at all it computed.
         ref_slots = {s for t, s in slots.items() if isinstance(t, Tensor) and t.is_ref}
-        self._frees, self._uses, self._reads = _releases(steps, ref_slots | set(self._fetch_slots))
+        self._frees, self._uses, self._reads, self._unread = _releases(
+            steps, ref_slots | set(self._fetch_slots))
         self._ran = False   # the first run may leave a one-off peak in the heap (allocator.trim)
         # A plan without asynchronous ops never waits on another task or a queue.
         self.may_block = any(s.is_async for s in steps)
@@ -547,7 +548,7 @@ class _Run:
         steps, vals, ctx, ready, later, records = self.plan._steps, self.vals, self.ctx, \
             self.ready, self.later, self.records
         dependents, _, inline, labels, urgent, _ = self.info
-        reads, uses = self.plan._reads, self.uses
+        reads, unread, uses = self.plan._reads, self.plan._unread, self.uses
         while True:
             if not ready and later:
                 if self.sent and self.waiting:
@@ -589,6 +590,8 @@ class _Run:
                         vals[s] = None
                 if step.is_async:
                     continue
+                for s in unread[k]:
+                    vals[s] = None
             else:
                 with self.lock:
                     item = self.completions.popleft() if self.completions else None
@@ -615,6 +618,8 @@ class _Run:
                     if isinstance(result, BaseException):
                         raise result
                     step.store(vals, result)
+                    for s in unread[k]:
+                        vals[s] = None
                 except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
                     raise op_error(e, step.op) from e
             self.left -= 1
@@ -679,11 +684,12 @@ def _compile(steps, base, frees):
 
 def _releases(steps, kept):
     """When each value a step computes can be dropped (slots in ``kept`` never are: fetches,
-    variables). Returns ``(frees, uses, reads)``: ``frees[k]``, the slots to drop after step
-    ``k`` when the steps run in order (after their last reader, or their producer when nobody
-    reads them); for the dataflow loop, whose order varies, ``uses`` (per slot: how many steps
-    read it, None for slots it never drops) and ``reads[k]`` (the droppable slots step ``k``
-    reads: each reader counts down, the last one drops the value)."""
+    variables). Returns ``(frees, uses, reads, unread)``: ``frees[k]``, the slots to drop after
+    step ``k`` when the steps run in order (after their last reader, or their producer when
+    nobody reads them); for the dataflow loop, whose order varies, ``uses`` (per slot: how many
+    steps read it, None for slots it never drops), ``reads[k]`` (the droppable slots step ``k``
+    reads: each reader counts down, the last one drops the value) and ``unread[k]`` (outputs of
+    step ``k`` nobody reads: dropped once stored)."""
     last = {}
     for k, step in enumerate(steps):
         for s in step.outs:
@@ -702,7 +708,8 @@ def _releases(steps, kept):
     for mine in reads:
         for s in mine:
             uses[s] = (uses[s] or 0) + 1
-    return [tuple(sorted(f)) for f in frees], uses, reads
+    unread = [tuple(s for s in step.outs if s in last and uses[s] is None) for step in steps]
+    return [tuple(sorted(f)) for f in frees], uses, reads, unread
 
 
 def _dependencies(steps, slots):
