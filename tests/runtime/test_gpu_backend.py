@@ -215,6 +215,25 @@ def test_mixed_plan_copies_only_at_backend_boundaries(gpus):
     np.testing.assert_allclose(got_b, a + 1, rtol=1e-6)
 
 
+def test_gpu_plans_run_no_kernel_for_variables_and_same_device_identities(gpus):
+    from zps.runtime.executor import Plan
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2])
+        with tf.device("/gpu:0"):
+            v = tf.Variable([1.0, 2.0], name="v")
+            y = tf.identity(v * x, name="y")   # on the GPU its input is on: passes it on
+        z = tf.identity(y, name="z")           # on the host: a copy, then a step
+        plan = Plan([x], [z, y], [])
+        ran = [step.op.name for step in plan._steps]
+        assert "v" not in ran and "y" not in ran   # the container is put in place; y forwards
+        assert ran.count("z") == 2                 # the device-to-host copy and the Identity
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            got_z, got_y = sess.run([z, y], {x: [3.0, 4.0]})
+    assert got_z.tolist() == got_y.tolist() == [3.0, 8.0]
+    assert type(got_y) is np.ndarray
+
+
 def test_all_cpu_plans_make_no_device_work(gpus):
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [3])

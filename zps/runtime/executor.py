@@ -187,10 +187,10 @@ class Plan:
             if _foldable(op, fed):
                 slot(op.outputs[0])
                 continue
-            if gpus is None and _forwards(op, fed, ordering):
+            if _forwards(op, fed, ordering) and (gpus is None or gpus.beside(op, op.inputs[0])):
                 slots[op.outputs[0]] = slot(op.inputs[0])   # its readers read its input
                 continue
-            if gpus is None and _names_container(op, fed, ordering):
+            if _names_container(op, fed, ordering):
                 variables.append((slot(op.outputs[0]), op._attrs["shared_name"] or op.name))
                 continue
             if op._outputs and op._outputs[0] in sent_reads:
@@ -851,6 +851,11 @@ class _GpuPlan:
         self.device = cupy_kernels.place(ops, soft_placement, gpu_ids)
         self._copies = {}      # (slot, device) -> slot of its copy there
         self._constants = []   # (slot of the device copy, slot of the host constant, device)
+
+    def beside(self, op, t):
+        """Whether ``op`` runs where the value of ``t`` is (an Identity there passes it on)."""
+        where = None if (t in self._fed or _foldable(t.op, self._fed)) else self.device.get(t.op)
+        return self.device.get(op) == where
 
     def _copy_fn(self, have, want, consumer):
         ck = self._ck
