@@ -374,7 +374,7 @@ def _scatter_sub(cur, idx, upd):
 # Each dense update of zps.ops.training_ops as one elementwise kernel (instead of one launch per
 # arithmetic operation: 12 for Adam), in the same order of operations as the generic update so
 # the GPU matches the CPU to rounding. Compiled by cupy on first use (cupy.ElementwiseKernel); the
-# stand-in cupy compiles nothing, so the generic updates run there.
+# stand-in cupy runs the same bodies as numpy, so CI checks them against the generic updates.
 FUSED_UPDATES = True   # False: every update runs the generic way (a switch for measurements)
 
 _FUSED_SOURCES = {
@@ -419,8 +419,10 @@ def _fused_update(names):
                 any(a.dtype != arrays[0].dtype or not isinstance(a, cupy.ndarray)
                     for a in list(arrays) + [p for p in params if hasattr(p, "ndim")]):
             return False
-        flag = params[-1] if None not in names else None
-        scalars = params[:-1] if None not in names else params
+        if None in names:   # an update without a flag (gradient descent)
+            flag, scalars = None, params
+        else:
+            flag, scalars = params[-1], params[:-1]
         *state, grad = arrays
         _fused_kernel(cupy, names[flag])(grad, *scalars, *state)
         return True
