@@ -183,15 +183,15 @@ class _FusedUpdates:
     (``cupy_kernels.FUSED_UPDATES``)."""
 
     def __init__(self, impl, fused):
-        self.impl, self.fused = impl, fused
+        from zps.ops import cupy_kernels
+        self.impl, self.fused, self._ck = impl, fused, cupy_kernels
 
     def step(self, x, labels):
-        from zps.ops import cupy_kernels
-        saved, cupy_kernels.FUSED_UPDATES = cupy_kernels.FUSED_UPDATES, self.fused
+        saved, self._ck.FUSED_UPDATES = self._ck.FUSED_UPDATES, self.fused
         try:
             return self.impl.step(x, labels)
         finally:
-            cupy_kernels.FUSED_UPDATES = saved
+            self._ck.FUSED_UPDATES = saved
 
 
 def _gpu_table(gpu):

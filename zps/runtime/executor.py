@@ -265,8 +265,6 @@ class Plan:
                 if flush is not None:
                     flush()   # the partitions joined may wait for what this one sent
                 concurrent.futures.wait(join)
-            if not self._ran:
-                self._first_run_done()
             return self._fetched(vals)
         # The dataflow loop. While it waits, completions that arrive on a light thread (the
         # transport's I/O thread) run the cheap ops they make ready right there; anything else
@@ -298,8 +296,6 @@ class Plan:
                 raise outcome[0]
             with lock:
                 if left[0] == 0:
-                    if not self._ran:
-                        self._first_run_done()
                     return self._fetched(vals)
 
     def start(self, ctx, feed_values, done, offload, records=None):
@@ -318,8 +314,6 @@ class Plan:
             if error is not None:
                 done(None, error)
                 return
-            if not self._ran:
-                self._first_run_done()
             try:
                 values = self._fetched(vals)
             except Exception as e:  # noqa: BLE001
@@ -345,10 +339,6 @@ class Plan:
         records = []
         return self.run(ctx, feed_values, records=records), records
 
-    def _first_run_done(self):
-        self._ran = True
-        allocator.trim()
-
     def _prepare(self, feed_values, ctx):
         vals = self._template.copy()
         if self._variables:
@@ -367,6 +357,10 @@ class Plan:
         return vals
 
     def _fetched(self, vals):
+        """The fetched values of a step that ran to its end."""
+        if not self._ran:
+            self._ran = True
+            allocator.trim()
         return [fix(vals[s], vals) for fix, s in zip(self._fetch_fix, self._fetch_slots)]
 
     def _dataflow_info(self):
@@ -852,10 +846,13 @@ class _GpuPlan:
         self._copies = {}      # (slot, device) -> slot of its copy there
         self._constants = []   # (slot of the device copy, slot of the host constant, device)
 
+    def _where(self, t):
+        """The GPU holding the value of ``t`` (None: the host, as feeds and constants are)."""
+        return None if (t in self._fed or _foldable(t.op, self._fed)) else self.device.get(t.op)
+
     def beside(self, op, t):
         """Whether ``op`` runs where the value of ``t`` is (an Identity there passes it on)."""
-        where = None if (t in self._fed or _foldable(t.op, self._fed)) else self.device.get(t.op)
-        return self.device.get(op) == where
+        return self.device.get(op) == self._where(t)
 
     def _copy_fn(self, have, want, consumer):
         ck = self._ck
@@ -882,7 +879,7 @@ class _GpuPlan:
                 continue   # a variable's container: the op runs where the variable lives
             want = None if i in host_inputs else dev
             constant = t not in fed and _foldable(t.op, fed)
-            have = None if (t in fed or constant) else self.device.get(t.op)
+            have = self._where(t)
             if want == have:
                 continue
             if i in deref:   # read the variable when this op runs, then copy the value
