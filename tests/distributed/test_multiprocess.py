@@ -238,3 +238,45 @@ def test_closing_a_remote_session_cancels_its_blocked_step():
             t.join(10)
             assert not t.is_alive() and time.monotonic() - start < 5
             assert isinstance(box.get("error"), tf.errors.CancelledError), box
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_run_graph_from_the_calling_thread_or_the_io_thread(direct, monkeypatch):
+    """The master sends RunGraph on its calling thread's own socket (zps.transport.caller) or,
+    switched off, through the I/O thread: same results, errors and large replies either way."""
+    from zps.distributed import master
+    from zps.transport import caller, endpoint
+    monkeypatch.setattr(master, "DIRECT_RUNGRAPH", direct)
+    sent = {"caller": [], "io": []}
+    for cls, key in ((caller.Caller, "caller"), (endpoint.Transport, "io")):
+        def spy(self, address, method, *args, _orig=cls.request, _key=key, **kwargs):
+            sent[_key].append(method)
+            return _orig(self, address, method, *args, **kwargs)
+        monkeypatch.setattr(cls, "request", spy)
+    init = np.arange(5 << 20, dtype=np.float32)   # 20 MB: its fetch streams back
+    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
+        server = tf.train.Server(cluster.spec, "worker", 0)
+        try:
+            with tf.Graph().as_default():
+                with tf.device("/job:ps/task:0"):
+                    v = tf.Variable(init, name="v")
+                    shape = tf.placeholder(tf.int32, [2])
+                    reshaped = tf.reshape(v, shape)
+                with tf.device("/job:worker/task:0"):
+                    total = tf.reduce_sum(v * 2.0)
+                    step = tf.assign_add(v, tf.ones_like(v))
+                with tf.Session(server.target) as sess:
+                    sess.run(v.initializer)
+                    for _ in range(3):
+                        sess.run(step)
+                    assert sess.run(total) == pytest.approx(2.0 * (init + 3.0).sum(dtype=np.float64))
+                    np.testing.assert_array_equal(sess.run(v), init + 3.0)
+                    assert sess.run(reshaped, {shape: [4, -1]}).shape == (4, 5 << 18)
+                    with pytest.raises(tf.errors.InvalidArgumentError,
+                                       match=r"shape \[3, -1\] requires a multiple of 3") as info:
+                        sess.run(reshaped, {shape: [3, -1]})   # 5 << 20 is no multiple of 3
+                    assert info.value.op_name == "Reshape"
+        finally:
+            server.stop()
+    assert sent["caller" if direct else "io"].count("RunGraph") >= 6
+    assert "RunGraph" not in sent["io" if direct else "caller"]

@@ -87,16 +87,17 @@ class WorkerService:
                                        % (op.name, op.device, self._server.task))
 
     # -- running ---------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, trace=None, join=()):
+    def run_graph(self, handle, step_id, feed_values, trace=None, join=(), waiter=None):
         """Run one step of a registered partition in this thread; returns the fetched values.
 
         ``trace``: a list to extend with the step's per-op records (``Plan.run_traced``), or None.
-        ``join``: futures to wait for as well (the step's other partitions: see ``Plan.run``).
+        ``join``: futures to wait for as well (the step's other partitions: see ``Plan.run``),
+        through ``waiter`` when they are this thread's own requests (``Plan.run``).
         """
         reg, ctx, finish = self._begin(handle, step_id)
         try:
             feed_values = _whole_feeds(feed_values, reg.stream_feeds)
-            values = reg.plan.run(ctx, feed_values, join, trace)
+            values = reg.plan.run(ctx, feed_values, join, trace, waiter)
         finally:
             finish()
         self.steps_run += 1

@@ -368,9 +368,11 @@ def _reshape_kernel(ctx, x, shape):
     try:
         return x.reshape(shape)
     except ValueError:
+        dims = [int(d) for d in np.asarray(shape).ravel()]
+        known = int(np.prod([d for d in dims if d != -1]))
+        need = ("requires a multiple of %d" % known) if -1 in dims else ("has %d" % known)
         raise _bad_input("Input to reshape is a tensor with %d values (shape %s), but the requested "
-                         "shape %s has %d", x.size, x.shape, list(shape),
-                         int(np.prod(shape))) from None
+                         "shape %s %s", x.size, tuple(x.shape), dims, need) from None
 
 
 register_op("Reshape", shape=_reshape_shape, kernel=_reshape_kernel,

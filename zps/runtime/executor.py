@@ -247,13 +247,16 @@ class Plan:
         """How many kernels one step calls (constants are folded and call none)."""
         return len(self._steps)
 
-    def run(self, ctx, feed_values, join=(), records=None):
+    def run(self, ctx, feed_values, join=(), records=None, waiter=None):
         """Run one step; returns the fetched values (variable storage is copied, never aliased).
 
         ``join``: futures this call also waits for (the other partitions of a distributed step),
         so that the caller wakes once for all of them; it returns early, raising, if the step
         fails. ``records``: None, or a list to extend with one ``(op name, start us, end us,
         timeline label, lane)`` per kernel call (``RunOptions.FULL_TRACE``, see ``run_traced``).
+        ``waiter``: what this thread waits on instead of a queue of its own, when some of
+        ``join`` complete only while it waits there (zps.transport.caller.Caller: ``put``,
+        ``get`` and ``wait(futures)``).
         """
         vals = self._prepare(feed_values, ctx)
         if records is None and not self.may_block:
@@ -264,12 +267,12 @@ class Plan:
                 flush = ctx.extras.get("flush")
                 if flush is not None:
                     flush()   # the partitions joined may wait for what this one sent
-                concurrent.futures.wait(join)
+                (concurrent.futures.wait if waiter is None else waiter.wait)(join)
             return self._fetched(vals)
         # The dataflow loop. While it waits, completions that arrive on a light thread (the
         # transport's I/O thread) run the cheap ops they make ready right there; anything else
         # comes back to this thread through ``inbox``.
-        inbox = queue.SimpleQueue()
+        inbox = queue.SimpleQueue() if waiter is None else waiter
         outcome = []
         left = [1 + len(join)]   # the run and the futures joined: this thread wakes once for all
         lock = threading.Lock()

@@ -347,6 +347,138 @@ class _Monitor:
         self.peer = peer
 
 
+def deliver_reply(peer, frames):
+    """A message received on ``peer``'s DEALER (a _Peer or a caller's channel): completes the
+    request it answers (``peer.pending``: id -> (future, method, ...))."""
+    peer.last_heard = time.monotonic()
+    try:
+        msg = peer.assembler.feed(frames)
+    except codec.ProtocolError as e:
+        # Fail the request it answers (if its id is readable) rather than let it wait for
+        # its deadline: that reply will never come in a readable form.
+        msg_id = e.message_id if e.message_id is not None else \
+            _readable_request_id(frames[0], (protocol.REPLY, protocol.ERROR),
+                                 protocol.MAX_HEADER_BYTES)
+        entry = peer.pending.pop(msg_id, None) if msg_id is not None else None
+        log.warning("malformed reply from %s%s: %s", peer.address,
+                    "" if entry is None else " fails request %d" % msg_id, e)
+        if entry is not None:
+            _set_exception(entry[0], TransportError(
+                "malformed reply to %r from %s: %s" % (entry[1], peer.address, e)))
+        return
+    if msg is None:
+        return  # a streamed reply: its tensors are still arriving
+    if msg.kind not in (protocol.REPLY, protocol.ERROR):
+        return  # PONG (liveness is noted above); a peer has no business sending others
+    entry = peer.pending.pop(msg.id, None)
+    if entry is None:
+        return  # a reply to a request that already timed out or was cancelled
+    future = entry[0]
+    if msg.kind == protocol.ERROR:
+        body = msg.body if isinstance(msg.body, dict) else {}
+        code = body.get("code")
+        message = body.get("message")
+        op = body.get("op")
+        _set_exception(future, RemoteError(
+            code if codec._is_int(code) else 2,
+            message if isinstance(message, str) else "remote error (no message)",
+            op if isinstance(op, str) else None))
+    else:
+        _set_result(future, msg)
+
+
+def fail_pending(peer, err):
+    """Fail every request in flight to ``peer`` with ``err``."""
+    pending = list(peer.pending.values())
+    peer.pending.clear()
+    for entry in pending:
+        _set_exception(entry[0], err)
+
+
+def on_disconnect(peer):
+    """``peer``'s connection broke: replies to requests sent over it can never arrive (a ROUTER
+    answers a connection, and the DEALER reconnects as a new one), so they fail now instead of
+    after a timeout; or never, if the peer restarted and answers pings."""
+    if peer.pending:
+        fail_pending(peer, PeerUnavailableError(
+            peer.address, "connection lost with %d request(s) in flight" % len(peer.pending)))
+
+
+def on_handshake_failed(peer, event, curve):
+    """ZeroMQ retries a failed handshake forever without telling the sender: the requests
+    waiting on ``peer`` fail now, saying why, instead of at their timeout."""
+    reason, certain = security.describe_handshake_failure(event["event"], event["value"],
+                                                          curve is not None)
+    if reason is None or not peer.pending:
+        return
+    log.warning("handshake with %s failed: %s", peer.address, reason)
+    fail_pending(peer, HandshakeError(peer.address, reason, certain))
+
+
+def check_peer(peer, now):
+    """Liveness of ``peer`` (a _Peer or a caller's channel) with requests in flight: drops
+    stalled streamed replies and expired or cancelled requests, pings a peer silent for
+    ``protocol.HEARTBEAT_INTERVAL_S``; returns how long it has been silent when that is past its
+    timeout (its requests should fail), else None."""
+    for msg in peer.assembler.expire(now):   # its request fails at its peer timeout
+        log.warning("dropped reply %d from %s: its tensors stopped streaming in",
+                    msg.id, peer.address)
+    if not peer.pending:
+        return None
+    for msg_id, (future, method, deadline, timeout) in list(peer.pending.items()):
+        if future.cancelled():
+            del peer.pending[msg_id]
+        elif deadline is not None and now > deadline:
+            del peer.pending[msg_id]
+            _set_exception(future, RequestTimeoutError(peer.address, method, timeout))
+    if not peer.pending:
+        return None
+    silent = now - peer.last_heard
+    if silent > peer.timeout:
+        return silent
+    if silent > protocol.HEARTBEAT_INTERVAL_S and \
+            now - peer.last_ping > protocol.HEARTBEAT_INTERVAL_S:
+        peer.last_ping = now
+        send_frames(peer.socket, codec.encode(protocol.PING, 0))
+    return None
+
+
+def connect_dealer(ctx, curve, address, tag):
+    """A DEALER connected to ``address`` (CURVE client when ``curve``) and the PAIR receiving its
+    disconnect and handshake-failure events; PeerUnavailableError if it cannot connect."""
+    sock = ctx.socket(zmq.DEALER)
+    monitor = None
+    try:
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, 0)
+        sock.setsockopt(zmq.RCVHWM, 0)
+        sock.setsockopt(zmq.RECONNECT_IVL, 50)
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        if curve is not None:
+            curve.apply_client(sock)
+        monitor = sock.get_monitor_socket(
+            zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED,
+            "inproc://zps-monitor-%x-%d" % (id(tag), next(_monitor_ids)))
+        sock.connect(tcp_url(address))
+    except zmq.ZMQError as e:
+        if monitor is not None:
+            sock.disable_monitor()
+            monitor.close(linger=0)
+        sock.close(linger=0)   # an open socket would block the context's term() forever
+        raise PeerUnavailableError(address, "cannot connect: %s" % e) from None
+    return sock, monitor
+
+
+def close_dealer(sock, monitor):
+    """Close what ``connect_dealer`` made (also while the context is ending)."""
+    try:
+        sock.disable_monitor()
+    except zmq.ZMQError:
+        pass   # ETERM: the context is ending; closing is all that is left to do
+    monitor.close(linger=0)
+    sock.close(linger=0)
+
+
 class Transport:
     """Owns a ZeroMQ context and the I/O thread; thread-safe API."""
 
@@ -376,6 +508,8 @@ class Transport:
             self._zap = security.ZapHandler(self._ctx, curve)
             self._sockets[self._zap.socket] = self._zap
             self._poller.register(self._zap.socket, zmq.POLLIN)
+        self._callers = []          # every thread's Caller (see caller())
+        self._local = threading.local()
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -441,6 +575,28 @@ class Transport:
 
         self._submit(send, future)
         return future
+
+    def caller(self):
+        """The calling thread's own connections (zps.transport.caller.Caller), to send requests
+        and wait for their replies without the I/O thread; None on the I/O thread, while this
+        thread's caller is in use (a nested call), or once the transport is closed."""
+        caller = getattr(self._local, "caller", None)
+        if caller is None or caller.closed:
+            if threading.current_thread() is self._thread or self._closed:
+                return None
+            from zps.transport.caller import Caller
+            caller = Caller(self._ctx, self.curve, self._ids)
+            with self._lock:
+                if self._closed:
+                    caller.shutdown()
+                    return None
+                # Threads that ended left their callers idle: their sockets are closed here.
+                for old in self._callers:
+                    if not old.thread.is_alive():
+                        old.shutdown()
+                self._callers = [c for c in self._callers if not c.closed] + [caller]
+            self._local.caller = caller
+        return None if caller.busy else caller
 
     def send_oneway(self, address, method, body=None, tensors=()):
         parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
@@ -635,68 +791,13 @@ class Transport:
             Responder(self, bound, identity, msg_id, None).error(3, "malformed message: %s" % exc)
 
     def _on_peer_message(self, peer, frames):
-        peer.last_heard = time.monotonic()
-        try:
-            msg = peer.assembler.feed(frames)
-        except codec.ProtocolError as e:
-            # Fail the request it answers (if its id is readable) rather than let it wait for
-            # its deadline: that reply will never come in a readable form.
-            msg_id = e.message_id if e.message_id is not None else \
-                _readable_request_id(frames[0], (protocol.REPLY, protocol.ERROR),
-                                     protocol.MAX_HEADER_BYTES)
-            entry = peer.pending.pop(msg_id, None) if msg_id is not None else None
-            log.warning("malformed reply from %s%s: %s", peer.address,
-                        "" if entry is None else " fails request %d" % msg_id, e)
-            if entry is not None:
-                _set_exception(entry[0], TransportError(
-                    "malformed reply to %r from %s: %s" % (entry[1], peer.address, e)))
-            return
-        if msg is None:
-            return  # a streamed reply: its tensors are still arriving
-        if msg.kind not in (protocol.REPLY, protocol.ERROR):
-            return  # PONG (liveness is noted above); a peer has no business sending others
-        entry = peer.pending.pop(msg.id, None)
-        if entry is None:
-            return  # a reply to a request that already timed out or was cancelled
-        future = entry[0]
-        if msg.kind == protocol.ERROR:
-            body = msg.body if isinstance(msg.body, dict) else {}
-            code = body.get("code")
-            message = body.get("message")
-            op = body.get("op")
-            _set_exception(future, RemoteError(
-                code if codec._is_int(code) else 2,
-                message if isinstance(message, str) else "remote error (no message)",
-                op if isinstance(op, str) else None))
-        else:
-            _set_result(future, msg)
+        deliver_reply(peer, frames)
 
     def _on_disconnect(self, peer):
-        # The connection broke: replies to requests sent over it can never arrive (a ROUTER
-        # answers a connection, and the DEALER reconnects as a new one), so fail them now
-        # instead of after a timeout; or never, if the peer restarted and answers pings.
-        if not peer.pending:
-            return
-        err = PeerUnavailableError(peer.address, "connection lost with %d request(s) in flight"
-                                   % len(peer.pending))
-        pending = list(peer.pending.values())
-        peer.pending.clear()
-        for entry in pending:
-            _set_exception(entry[0], err)
+        on_disconnect(peer)
 
     def _on_handshake_failed(self, peer, event):
-        # ZeroMQ retries a failed handshake forever without telling the sender: the requests
-        # waiting on this peer fail now, saying why, instead of at their timeout.
-        reason, certain = security.describe_handshake_failure(event["event"], event["value"],
-                                                              self.curve is not None)
-        if reason is None or not peer.pending:
-            return
-        log.warning("handshake with %s failed: %s", peer.address, reason)
-        err = HandshakeError(peer.address, reason, certain)
-        pending = list(peer.pending.values())
-        peer.pending.clear()
-        for entry in pending:
-            _set_exception(entry[0], err)
+        on_handshake_failed(peer, event, self.curve)
 
     def _check_peers(self, now):
         for limiter in LogLimiter._all:
@@ -706,51 +807,15 @@ class Transport:
                 _malformed_log.warning("stalled", "%s: dropped message %d: its tensors stopped "
                                        "streaming in", bound.address, msg.id)
         for peer in list(self._peers.values()):
-            for msg in peer.assembler.expire(now):   # its request fails at its peer timeout
-                log.warning("dropped reply %d from %s: its tensors stopped streaming in",
-                            msg.id, peer.address)
-            if not peer.pending:
-                continue
-            for msg_id, (future, method, deadline, timeout) in list(peer.pending.items()):
-                if future.cancelled():
-                    del peer.pending[msg_id]
-                elif deadline is not None and now > deadline:
-                    del peer.pending[msg_id]
-                    _set_exception(future, RequestTimeoutError(peer.address, method, timeout))
-            if not peer.pending:
-                continue
-            silent = now - peer.last_heard
-            if silent > peer.timeout:
+            silent = check_peer(peer, now)
+            if silent is not None:
                 self._drop_peer(peer.address, "no answer for %.1f s" % silent, fail=True)
-            elif silent > protocol.HEARTBEAT_INTERVAL_S and \
-                    now - peer.last_ping > protocol.HEARTBEAT_INTERVAL_S:
-                peer.last_ping = now
-                send_frames(peer.socket, codec.encode(protocol.PING, 0))
 
     def _peer(self, address):
         peer = self._peers.get(address)
         if peer is not None:
             return peer
-        sock = self._ctx.socket(zmq.DEALER)
-        monitor = None
-        try:
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.SNDHWM, 0)
-            sock.setsockopt(zmq.RCVHWM, 0)
-            sock.setsockopt(zmq.RECONNECT_IVL, 50)
-            sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-            if self.curve is not None:
-                self.curve.apply_client(sock)
-            monitor = sock.get_monitor_socket(
-                zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED,
-                "inproc://zps-monitor-%x-%d" % (id(self), next(_monitor_ids)))
-            sock.connect(tcp_url(address))
-        except zmq.ZMQError as e:
-            if monitor is not None:
-                sock.disable_monitor()
-                monitor.close(linger=0)
-            sock.close(linger=0)   # an open socket would block the context's term() forever
-            raise PeerUnavailableError(address, "cannot connect: %s" % e) from None
+        sock, monitor = connect_dealer(self._ctx, self.curve, address, self)
         peer = self._peers[address] = _Peer(address, sock, monitor)
         self._sockets[sock] = peer
         self._sockets[monitor] = _Monitor(peer)
@@ -765,15 +830,11 @@ class Transport:
         for sock in (peer.socket, peer.monitor):
             self._poller.unregister(sock)
             del self._sockets[sock]
-        peer.socket.disable_monitor()
-        peer.monitor.close(linger=0)
-        peer.socket.close(linger=0)
-        pending = list(peer.pending.values())
-        peer.pending.clear()
+        close_dealer(peer.socket, peer.monitor)
         if fail:
-            err = error or PeerUnavailableError(address, reason)
-            for entry in pending:
-                _set_exception(entry[0], err)
+            fail_pending(peer, error or PeerUnavailableError(address, reason))
+        else:
+            peer.pending.clear()
 
     def _bind(self, address, handler, limits, bind_address, early=None):
         host, _, port = address.rpartition(":")
@@ -831,6 +892,10 @@ class Transport:
             self._drop_peer(address, "transport closed", fail=True, error=closed)
         for bound in list(self._bound.values()):
             self._unbind(bound)
+        with self._lock:
+            callers, self._callers = self._callers, []
+        for caller in callers:   # a busy one closes its own sockets, which term() waits for
+            caller.shutdown()
         if self._zap is not None:
             self._zap.close()   # before term(), which waits for every socket
         os.close(self._wake_r)

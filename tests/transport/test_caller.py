@@ -1,0 +1,214 @@
+"""A caller thread's own connections (zps.transport.caller): requests sent and answered without
+the I/O thread, with the transport's liveness, failure and shutdown behaviour."""
+
+import concurrent.futures
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tests.transport.conftest import WAIT, _wait_stopped, free_port
+from zps.transport import endpoint
+from zps.transport.endpoint import PeerUnavailableError, RemoteError, TransportError
+
+
+@pytest.fixture
+def caller(client):
+    c = client.caller()
+    assert c.enter()
+    yield c
+    c.leave()
+
+
+def answer(caller, future, timeout=WAIT):
+    caller.wait([future], timeout=timeout)
+    assert future.done(), "no answer within %d s" % timeout
+    return future.result()
+
+
+def failure(caller, future, timeout=WAIT):
+    start = time.monotonic()
+    caller.wait([future], timeout=timeout)
+    assert future.done(), "no failure within %d s" % timeout
+    exc = future.exception()
+    assert exc is not None, "expected a failure, got %r" % future.result()
+    return exc, time.monotonic() - start
+
+
+def test_request_reply_with_small_and_streamed_tensors(caller, server):
+    big = np.random.default_rng(0).standard_normal(3 << 20).astype(np.float32)   # 12 MB: streamed
+    reply = answer(caller, caller.request(server.address, "echo", {"x": [1, 2]},
+                                          [np.arange(6).reshape(2, 3), big]))
+    assert reply.body == {"x": [1, 2]}
+    np.testing.assert_array_equal(reply.tensors[0], np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(reply.tensors[1], big)
+
+
+def test_remote_error_and_many_requests_in_flight(caller, server):
+    failing = caller.request(server.address, "fail", "v")
+    echoes = [caller.request(server.address, "echo", i) for i in range(50)]
+    exc, _ = failure(caller, failing)
+    assert isinstance(exc, RemoteError) and exc.code == 5 and exc.op == "save/restore"
+    caller.wait(echoes, timeout=WAIT)
+    assert [f.result().body for f in echoes] == list(range(50))
+
+
+def test_get_returns_what_other_threads_put_and_serves_replies_meanwhile(caller, server):
+    future = caller.request(server.address, "echo", "meanwhile")
+    future.add_done_callback(lambda f: caller.put("reply seen"))
+    assert caller.get() == "reply seen"   # the reply arrived while get waited, on this thread
+    n = 300
+    threading.Thread(target=lambda: [caller.put(i) for i in range(n)], daemon=True).start()
+    got = [caller.get() for _ in range(n)]   # a wake-up lost anywhere would hang here
+    assert got == list(range(n))
+
+
+def test_wait_wakes_for_a_future_completed_by_another_thread(caller, monkeypatch):
+    # Without the wake-up, the wait would see it only at its next poll timeout (10 s here).
+    monkeypatch.setattr(endpoint, "POLL_INTERVAL_MS", 10_000)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(time.sleep, 0.2)
+        start = time.monotonic()
+        caller.wait([future])
+        assert future.done() and time.monotonic() - start < 5
+
+
+def test_peer_killed_mid_request_then_restarted(caller, processes):
+    proc, address = processes()
+    assert answer(caller, caller.request(address, "pid")).body == proc.pid
+    pending = caller.request(address, "hang", peer_timeout=30)
+    time.sleep(0.2)   # the request is in the peer's hands
+    proc.send_signal(signal.SIGKILL)
+    exc, took = failure(caller, pending)
+    # Detected from the broken connection, long before the 30 s of silence.
+    assert isinstance(exc, PeerUnavailableError) and exc.address == address
+    assert "connection lost" in str(exc) and took < 5
+    proc2, _ = processes(address)
+    assert answer(caller, caller.request(address, "pid")).body == proc2.pid
+
+
+def test_peer_restarted_between_requests_answers_the_next_one(caller, processes):
+    # The old connection's end is reported while nothing is in flight: it must not fail the
+    # request sent to the new process.
+    proc, address = processes()
+    assert answer(caller, caller.request(address, "pid")).body == proc.pid
+    proc.kill()
+    proc.wait(timeout=WAIT)
+    proc2, _ = processes(address)
+    time.sleep(0.3)   # the disconnect event is queued by now
+    assert answer(caller, caller.request(address, "pid")).body == proc2.pid
+
+
+def test_frozen_peer_is_unavailable_after_peer_timeout(caller, processes):
+    proc, address = processes()
+    assert answer(caller, caller.request(address, "pid")).body == proc.pid
+    proc.send_signal(signal.SIGSTOP)   # the connection stays up, nothing answers pings
+    _wait_stopped(proc.pid)
+    exc, took = failure(caller, caller.request(address, "echo", peer_timeout=1.0))
+    assert isinstance(exc, PeerUnavailableError) and "no answer" in str(exc)
+    assert 0.9 < took < 4.0
+
+
+def test_a_busy_peer_that_answers_pings_is_waited_for(caller, server, monkeypatch):
+    monkeypatch.setattr(endpoint.protocol, "HEARTBEAT_INTERVAL_S", 0.1)
+    monkeypatch.setattr(endpoint, "POLL_INTERVAL_MS", 20)
+    pending = caller.request(server.address, "hang", peer_timeout=0.5)
+    caller.wait([pending], timeout=1.5)   # three peer timeouts: pongs keep it alive
+    assert not pending.done()
+
+
+def test_peer_not_listening(caller):
+    address = "127.0.0.1:%d" % free_port()
+    exc, took = failure(caller, caller.request(address, "echo", peer_timeout=0.5))
+    assert isinstance(exc, PeerUnavailableError) and "no answer" in str(exc)
+    assert 0.4 < took < 3.0
+
+
+def test_unusable_address_fails_the_request(caller):
+    exc, _ = failure(caller, caller.request("no-port-here", "echo"))
+    assert isinstance(exc, PeerUnavailableError) and "cannot connect" in str(exc)
+
+
+def test_a_late_reply_to_an_abandoned_request_is_dropped(client, server):
+    c = client.caller()
+    assert c.enter()
+    slow = c.request(server.address, "hang")
+    c.leave()   # abandoned: cancelled
+    assert slow.cancelled()
+    assert c.enter()
+    try:
+        assert answer(c, c.request(server.address, "echo", 7)).body == 7
+    finally:
+        c.leave()
+
+
+def test_one_caller_per_thread_and_none_where_it_cannot_be_used(client):
+    c = client.caller()
+    assert client.caller() is c and c.enter()
+    assert client.caller() is None   # in use: a nested call goes through the I/O thread
+    c.leave()
+    assert client.caller() is c
+    assert client.run_in_io_thread(client.caller) is None
+    other = []
+    t = threading.Thread(target=lambda: other.append(client.caller()))
+    t.start()
+    t.join(WAIT)
+    assert other[0] is not None and other[0] is not c
+    assert other[0].thread is t
+
+
+def test_callers_of_ended_threads_are_closed(client, server):
+    used = []
+
+    def use():
+        c = client.caller()
+        assert c.enter()
+        used.append(answer(c, c.request(server.address, "echo", 1)).body)
+        c.leave()
+        used.append(c)
+
+    t = threading.Thread(target=use)
+    t.start()
+    t.join(WAIT)
+    assert used[0] == 1 and not used[1].closed
+    client.caller()   # a new caller sweeps the callers of threads that ended
+    assert used[1].closed
+
+
+def test_close_fails_a_waiting_callers_request_and_does_not_hang(transports, server):
+    t = transports()
+    box = {}
+    entered = threading.Event()
+
+    def wait_forever():
+        c = t.caller()
+        assert c.enter()
+        future = c.request(server.address, "hang", peer_timeout=60)
+        entered.set()
+        c.wait([future], timeout=30)
+        box["error"] = future.exception(timeout=0)
+        c.leave()
+        box["closed"] = c.closed
+
+    thread = threading.Thread(target=wait_forever, daemon=True)
+    thread.start()
+    assert entered.wait(WAIT)
+    start = time.monotonic()
+    t.close()   # the ZeroMQ context ends only once the waiting caller closed its sockets
+    assert time.monotonic() - start < 5
+    thread.join(WAIT)
+    assert isinstance(box["error"], TransportError) and "closed" in str(box["error"])
+    assert box["closed"]
+
+
+def test_close_closes_an_idle_caller(transports, server):
+    t = transports()
+    c = t.caller()
+    assert c.enter()
+    assert answer(c, c.request(server.address, "echo", 1)).body == 1
+    c.leave()
+    t.close()
+    assert c.closed and not c.enter()
+    assert t.caller() is None
