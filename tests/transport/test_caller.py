@@ -212,3 +212,46 @@ def test_close_closes_an_idle_caller(transports, server):
     t.close()
     assert c.closed and not c.enter()
     assert t.caller() is None
+
+
+def test_callers_are_bounded(client, monkeypatch):
+    monkeypatch.setattr(endpoint, "MAX_CALLERS", 2)
+    release = threading.Event()
+    got = []
+
+    def hold():
+        got.append(client.caller())
+        release.wait(WAIT)
+
+    threads = [threading.Thread(target=hold) for _ in range(3)]
+    for t in threads:
+        t.start()
+        while len(got) < threads.index(t) + 1:
+            time.sleep(0.01)
+    release.set()
+    for t in threads:
+        t.join(WAIT)
+    assert got[0] is not None and got[1] is not None
+    assert got[2] is None   # the third thread uses the I/O thread's connections
+    assert client.caller() is not None   # the holders ended: their slots are free again
+
+
+def test_a_caller_out_of_sockets_says_so_instead_of_failing(server):
+    import zmq
+    ctx = zmq.Context()
+    ctx.set(zmq.MAX_SOCKETS, 12)
+    t = endpoint.Transport(context=ctx)
+    try:
+        c = t.caller()
+        assert c.enter()
+        assert c.reaches(server.address)
+        assert answer(c, c.request(server.address, "echo", 1)).body == 1
+        addresses = ["127.0.0.1:%d" % free_port() for _ in range(12)]
+        reached = [c.reaches(a) for a in addresses]
+        assert reached[0] and not reached[-1]   # two sockets a peer: the limit is met, no error
+        exc, _ = failure(c, c.request(addresses[-1], "echo"))
+        assert isinstance(exc, PeerUnavailableError) and "cannot connect" in str(exc)
+        c.leave()
+    finally:
+        t.close()
+        ctx.term()

@@ -7,6 +7,7 @@ task aborts the step everywhere and reaches the client as the right OpError.
 """
 
 import concurrent.futures
+import os
 import random
 import threading
 import time
@@ -20,7 +21,8 @@ from zps.transport import endpoint
 ABORT_WAIT_S = 10.0   # after a failure, how long to wait for the other partitions to stop
 # RunGraph requests leave from the calling thread's own sockets and their replies wake it directly
 # (zps.transport.caller): two thread hand-offs fewer per step than through the I/O thread.
-DIRECT_RUNGRAPH = True
+# ZPS_CALLER_SOCKETS=0 sends them through the I/O thread (one connection per peer and process).
+DIRECT_RUNGRAPH = os.environ.get("ZPS_CALLER_SOCKETS", "1") != "0"
 
 
 def to_op_error(exc, task=None, address=None):
@@ -183,7 +185,6 @@ class StepPlan:
         # ``trace``: None, or a list for (device, records) of every partition (see ``run``).
         # ``caller``: this thread's transport.caller.Caller to send RunGraph on, or None.
         futures = {}
-        request = self._server.transport.request if caller is None else caller.request
         wait = concurrent.futures.wait if caller is None else caller.wait
         per_part = {id(tp): [] if trace is not None else None for tp in self._parts}
         rpc_records = []
@@ -201,7 +202,9 @@ class StepPlan:
                 if trace is not None:
                     body["trace"] = True
                 t0 = time.time()
-                f = request(tp.address, "RunGraph", body, values, peer_timeout=self._peer_timeout)
+                own = caller is not None and caller.reaches(tp.address)
+                f = (caller if own else self._server.transport).request(
+                    tp.address, "RunGraph", body, values, peer_timeout=self._peer_timeout)
                 if trace is not None:   # the master's record spans the request
                     f.add_done_callback(lambda f, tp=tp, t0=t0: rpc_records.append((
                         "RunGraph/%s/%d" % tp.task, int(t0 * 1e6), int(time.time() * 1e6),

@@ -138,6 +138,17 @@ class Caller:
         if closing:
             self._close()
 
+    def reaches(self, address):
+        """Whether this caller can send to ``address``, opening its connection now; False where it
+        cannot (a socket limit, an unusable address): use the I/O thread's connections then."""
+        if address in self._channels:
+            return True
+        try:
+            self._channel(address)
+        except endpoint.PeerUnavailableError:
+            return False
+        return True
+
     def request(self, address, method, body=None, tensors=(), peer_timeout=None):
         """Send a request on this thread's own DEALER to ``address``; returns a Future of the reply
         Message, completed while this thread waits in ``get`` or ``wait`` (as

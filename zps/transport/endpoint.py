@@ -38,6 +38,9 @@ RELEASE_WAIT_S = 2.0      # how long bind() waits for a port this transport just
 # answer streamed at once: a protocol.MAX_MESSAGE_BYTES (8 GB) reply is 2048 chunk messages of
 # protocol.STREAM_CHUNK_BYTES (a 256 MB tensor: 64), twice over.
 SEND_HWM = 4096
+# Threads with connections of their own (Transport.caller): each holds two sockets per peer, and a
+# ZeroMQ context allows 1,023 by default; threads beyond these use the I/O thread's connections.
+MAX_CALLERS = 16
 
 _monitor_ids = itertools.count(1)
 # pyzmq's multipart helpers check every frame's type and combine flags as Python enums: ~9 us per
@@ -446,7 +449,10 @@ def check_peer(peer, now):
 def connect_dealer(ctx, curve, address, tag):
     """A DEALER connected to ``address`` (CURVE client when ``curve``) and the PAIR receiving its
     disconnect and handshake-failure events; PeerUnavailableError if it cannot connect."""
-    sock = ctx.socket(zmq.DEALER)
+    try:
+        sock = ctx.socket(zmq.DEALER)
+    except zmq.ZMQError as e:   # e.g. the context's socket limit (ZMQ_MAX_SOCKETS)
+        raise PeerUnavailableError(address, "cannot connect: %s" % e) from None
     monitor = None
     try:
         sock.setsockopt(zmq.LINGER, 0)
@@ -584,17 +590,19 @@ class Transport:
         if caller is None or caller.closed:
             if threading.current_thread() is self._thread or self._closed:
                 return None
-            from zps.transport.caller import Caller
-            caller = Caller(self._ctx, self.curve, self._ids)
             with self._lock:
                 if self._closed:
-                    caller.shutdown()
                     return None
                 # Threads that ended left their callers idle: their sockets are closed here.
                 for old in self._callers:
                     if not old.thread.is_alive():
                         old.shutdown()
-                self._callers = [c for c in self._callers if not c.closed] + [caller]
+                self._callers = [c for c in self._callers if not c.closed]
+                if len(self._callers) >= MAX_CALLERS:
+                    return None   # sockets are bounded: more threads share the I/O thread's
+                from zps.transport.caller import Caller
+                caller = Caller(self._ctx, self.curve, self._ids)
+                self._callers.append(caller)
             self._local.caller = caller
         return None if caller.busy else caller
 
