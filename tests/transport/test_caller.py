@@ -255,3 +255,17 @@ def test_a_caller_out_of_sockets_says_so_instead_of_failing(server):
     finally:
         t.close()
         ctx.term()
+
+
+def test_time_spent_away_from_the_sockets_is_not_silence(caller, server, monkeypatch):
+    # The caller's thread runs its own partition between waits (a long kernel): the peer could
+    # not be pinged or heard meanwhile, so it must not be declared dead for that.
+    monkeypatch.setattr(endpoint.protocol, "HEARTBEAT_INTERVAL_S", 0.1)
+    monkeypatch.setattr(endpoint, "POLL_INTERVAL_MS", 20)
+    pending = caller.request(server.address, "hang", peer_timeout=0.5)
+    caller.wait([pending], timeout=0.2)
+    time.sleep(1.5)   # busy elsewhere: three peer timeouts
+    caller.wait([pending], timeout=0.3)
+    assert not pending.done()
+    caller.wait([pending], timeout=1.0)   # listening again: pongs keep it alive
+    assert not pending.done()

@@ -85,6 +85,7 @@ class Caller:
         os.set_blocking(self._wake_w, False)
         self._poller.register(self._wake_r, zmq.POLLIN)
         self._next_check = 0.0
+        self._polled = time.monotonic()   # when this thread last listened to its sockets
 
     # -- any thread ------------------------------------------------------------------------------
     @property
@@ -211,6 +212,13 @@ class Caller:
             self._poll(ms)
 
     def _poll(self, ms):
+        gap = time.monotonic() - self._polled
+        if gap > protocol.HEARTBEAT_INTERVAL_S:
+            # The owner was busy elsewhere (a long kernel of its own partition): nobody listened
+            # or pinged meanwhile, so that silence says nothing about the peers.
+            for ch in self._channels.values():
+                if ch.last_heard < self._polled:
+                    ch.last_heard += gap
         try:
             events = self._poller.poll(ms)
         except zmq.ZMQError as e:
@@ -219,6 +227,7 @@ class Caller:
             events = []
             self._closing = True   # the context is ending (the transport closed)
         finally:
+            self._polled = time.monotonic()
             with self._lock:
                 self._blocked = False
         for sock, _ in events:
