@@ -132,10 +132,9 @@ class Caller:
         with self._lock:
             self._busy = False
             closing = self._closing
+        abandoned = endpoint.TransportError("the step ended before this reply came")
         for ch in self._channels.values():
-            for entry in ch.pending.values():
-                entry[0].cancel()   # nobody waits for it any more
-            ch.pending.clear()
+            endpoint.fail_pending(ch, abandoned)   # its late reply is dropped
         if closing:
             self._close()
 
