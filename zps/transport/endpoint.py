@@ -739,13 +739,13 @@ class Transport:
             if isinstance(owner, BoundSocket):
                 self._on_server_message(owner, frames)
             elif isinstance(owner, _Peer):
-                self._on_peer_message(owner, frames)
+                deliver_reply(owner, frames)
             elif isinstance(owner, security.ZapHandler):
                 owner.handle(frames)
             elif event["event"] == zmq.EVENT_DISCONNECTED:
-                self._on_disconnect(owner.peer)
+                on_disconnect(owner.peer)
             else:
-                self._on_handshake_failed(owner.peer, event)
+                on_handshake_failed(owner.peer, event, self.curve)
             # Stop when nothing more is queued rather than at zmq.Again: pyzmq builds that
             # exception with two imports and a strerror call (~5 us per drained socket).
             if sock.closed or not sock.get(_EVENTS) & _POLLIN:
@@ -797,15 +797,6 @@ class Transport:
             _readable_request_id(frames[0], (protocol.REQUEST,), bound.limits.max_header_bytes)
         if msg_id is not None:
             Responder(self, bound, identity, msg_id, None).error(3, "malformed message: %s" % exc)
-
-    def _on_peer_message(self, peer, frames):
-        deliver_reply(peer, frames)
-
-    def _on_disconnect(self, peer):
-        on_disconnect(peer)
-
-    def _on_handshake_failed(self, peer, event):
-        on_handshake_failed(peer, event, self.curve)
 
     def _check_peers(self, now):
         for limiter in LogLimiter._all:
