@@ -59,7 +59,7 @@ def test_status_of_live_and_dead_tasks_within_the_timeout():
         by_task = {r["task"]: r for r in rows}
         ps = by_task["/job:ps/task:0"]
         assert ps["state"] == "up" and ps["incarnation"] == cluster[("ps", 0)].incarnation
-        assert ps["steps_served"] >= 6 and ps["uptime_s"] >= 0
+        assert ps["steps_served"] >= 6 and ps["uptime_s"] >= 0 and ps["steps_running"] == 0
         # In-process tasks talk without the wire: the Status request itself is the traffic.
         assert ps["messages"][0] >= 1 and ps["bytes"][0] > 0
         assert ps["malformed"] == 0 and ps["errors"] == 0

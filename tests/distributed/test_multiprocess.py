@@ -280,3 +280,37 @@ def test_run_graph_from_the_calling_thread_or_the_io_thread(direct, monkeypatch)
             server.stop()
     assert sent["caller" if direct else "io"].count("RunGraph") >= 6
     assert "RunGraph" not in sent["io" if direct else "caller"]
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_an_interrupted_step_is_cancelled_on_the_ps(direct, monkeypatch):
+    """Ctrl-C (a KeyboardInterrupt in the master's thread, here from its own partition) during a
+    step: the interrupt reaches the caller, and the ps's partition waiting for this task's tensor
+    is cancelled rather than left waiting for ever (RunGraph sent either way)."""
+    from zps.distributed import master
+    monkeypatch.setattr(master, "DIRECT_RUNGRAPH", direct)
+
+    def interrupt(x):
+        raise KeyboardInterrupt
+
+    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
+        server = tf.train.Server(cluster.spec, "worker", 0)
+        try:
+            with tf.Graph().as_default():
+                with tf.device("/job:worker/task:0"):
+                    x = tf.py_func(interrupt, [tf.constant(1.0)], tf.float32)
+                with tf.device("/job:ps/task:0"):
+                    v = tf.Variable(0.0, name="v")
+                    update = tf.assign_add(v, x)
+                with tf.Session(server.target) as sess:
+                    sess.run(v.initializer)
+                    with pytest.raises(KeyboardInterrupt):
+                        sess.run(update)
+                    deadline = time.monotonic() + 10
+                    while _status(cluster.address("ps", 0))["steps_running"] and \
+                            time.monotonic() < deadline:
+                        time.sleep(0.05)
+                    assert _status(cluster.address("ps", 0))["steps_running"] == 0
+                    assert sess.run(v) == 0.0
+        finally:
+            server.stop()

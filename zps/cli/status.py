@@ -38,6 +38,7 @@ _COLUMNS = (
     ("INCARNATION", "incarnation", lambda v: v or "-"),
     ("UPTIME", "uptime_s", lambda v: "-" if v is None else _duration(v)),
     ("STEPS", "steps_served", lambda v: "-" if v is None else str(v)),
+    ("RUNNING", "steps_running", lambda v: "-" if v is None else str(v)),
     ("MSGS IN/OUT", "messages", lambda v: "-" if v is None else "%d/%d" % v),
     ("BYTES IN/OUT", "bytes", lambda v: "-" if v is None else "%s/%s" % (_size(v[0]), _size(v[1]))),
     ("MALFORMED", "malformed", lambda v: "-" if v is None else str(v)),
@@ -92,8 +93,8 @@ def cluster_status(cluster, timeout=DEFAULT_TIMEOUT_S, transport=None):
     rows = []
     for (task, address), future in zip(tasks, futures):
         row = {"task": task, "address": address, "state": "down", "incarnation": None,
-               "uptime_s": None, "steps_served": None, "messages": None, "bytes": None,
-               "malformed": None, "errors": None, "pid": None, "reason": None,
+               "uptime_s": None, "steps_served": None, "steps_running": None, "messages": None,
+               "bytes": None, "malformed": None, "errors": None, "pid": None, "reason": None,
                "peers": None, "peers_down": None}
         try:
             remaining = max(0.1, timeout + 1.0 - (time.monotonic() - started))
@@ -107,6 +108,7 @@ def cluster_status(cluster, timeout=DEFAULT_TIMEOUT_S, transport=None):
         body = body if isinstance(body, dict) else {}
         row.update(state="up", incarnation=body.get("incarnation"), pid=body.get("pid"),
                    uptime_s=body.get("uptime_s"), steps_served=body.get("steps_served"),
+                   steps_running=body.get("steps_running"),
                    messages=(body.get("messages_in", 0), body.get("messages_out", 0)),
                    bytes=(body.get("bytes_in", 0), body.get("bytes_out", 0)),
                    malformed=body.get("malformed"),

@@ -171,6 +171,13 @@ class StepPlan:
             caller = None   # the transport is closing: the step fails as it would without
         try:
             return self._run(step, feed_values, trace, caller)
+        except BaseException:
+            # Interrupted here (a KeyboardInterrupt in this thread): the other tasks stop waiting
+            # for this one. A failure of the step itself was recorded and cancelled already.
+            if step.failure is None:
+                step.fail(errors.CancelledError(None, None, "the step was interrupted in the "
+                                                "process running its master"), None)
+            raise
         finally:
             self._running.discard(step)
             if caller is not None:

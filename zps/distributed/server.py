@@ -553,6 +553,7 @@ class Server:
         stats = self._bound.stats.as_dict() if self._bound is not None else {}
         stats.update({"task": str(self._task), "incarnation": self.incarnation,
                       "steps_served": self.worker.steps_run, "pid": os.getpid(),
+                      "steps_running": self.worker.steps_running(),
                       # Read by `zps status`: how long this incarnation has served, and how many
                       # requests it answered with an error (malformed input is counted apart).
                       "uptime_s": time.time() - stats["started"] if "started" in stats else 0.0,

@@ -167,6 +167,11 @@ class WorkerService:
 
         return reg, ctx, finish
 
+    def steps_running(self):
+        """How many steps have a partition running here now."""
+        with self._lock:
+            return len(self._running)
+
     def abort_step(self, step_id, error):
         """End the step here: its Recvs and blocking ops (dequeue, take_grad) fail with ``error``."""
         self._server.rendezvous.abort(step_id, error)
