@@ -494,7 +494,7 @@ def _transpose_shape(op):
         return TensorShape(dims[::-1])
     if sorted(perm) != list(builtins.range(len(dims))):
         raise ValueError("perm %s is not a permutation of the dimensions of shape %s (transpose, op "
-                         "'%s')" % (list(perm), s, op.name))
+                         "'%s')" % ([int(p) for p in perm], s, op.name))
     return TensorShape([dims[p] for p in perm])
 
 

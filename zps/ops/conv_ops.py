@@ -395,8 +395,9 @@ def _conv2d_backprop_input_kernel(ctx, input_sizes, w, dy, **attrs):
     win = _kernel_window((h, wd), (kh, kw), attrs)
     _check_out_backprop(dy, win, n, co)
     if ci != c:
-        raise errors.InvalidArgumentError(None, None, "input_sizes %s has depth %d but the filter "
-                                          "%s has in_channels %d" % (list(input_sizes), c, w.shape, ci))
+        raise errors.InvalidArgumentError(
+            None, None, "input_sizes %s has depth %d but the filter %s has in_channels %d"
+            % ([int(d) for d in input_sizes], c, w.shape, ci))
     w2t = w.reshape(kh * kw * ci, co).T
     dx = win.padded_zeros(xp, n, c, dy.dtype)
     for b in win.batch_chunks(n, w2t.shape[1] * dy.itemsize):
@@ -462,9 +463,9 @@ def _conv2d_backprop_filter_kernel(ctx, x, filter_sizes, dy, **attrs):
     kh, kw, ci, co = (int(d) for d in filter_sizes)
     n, h, w, c = x.shape
     if ci != c:
-        raise errors.InvalidArgumentError(None, None, "filter_sizes %s has in_channels %d but the "
-                                          "input %s (NHWC) has depth %d" % (list(filter_sizes), ci,
-                                                                             x.shape, c))
+        raise errors.InvalidArgumentError(
+            None, None, "filter_sizes %s has in_channels %d but the input %s (NHWC) has depth %d"
+            % ([int(d) for d in filter_sizes], ci, x.shape, c))
     win = _kernel_window((h, w), (kh, kw), attrs)
     _check_out_backprop(dy, win, n, co)
     cols = win.patches(xp, win.padded(xp, x))

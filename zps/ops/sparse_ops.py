@@ -148,7 +148,7 @@ def _sparse_to_dense_kernel(ctx, indices, output_shape, values, default_value):
                 % (idx.shape[1], len(shape)))
         if (idx < 0).any() or (idx >= np.asarray(shape, dtype=idx.dtype)).any():
             raise errors.InvalidArgumentError(
-                None, None, "sparse index out of bounds for dense shape %s" % list(shape))
+                None, None, "sparse index out of bounds for dense shape %s" % [int(d) for d in shape])
         out[tuple(idx.T)] = values
     return out
 
