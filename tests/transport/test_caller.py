@@ -224,10 +224,12 @@ def test_callers_are_bounded(client, monkeypatch):
         release.wait(WAIT)
 
     threads = [threading.Thread(target=hold) for _ in range(3)]
-    for t in threads:
+    for i, t in enumerate(threads):
         t.start()
-        while len(got) < threads.index(t) + 1:
+        deadline = time.monotonic() + WAIT
+        while len(got) <= i and time.monotonic() < deadline:   # in order: the third is refused
             time.sleep(0.01)
+        assert len(got) == i + 1, "thread %d got no answer from caller()" % i
     release.set()
     for t in threads:
         t.join(WAIT)
