@@ -318,3 +318,28 @@ def test_zps_launch_curve_runs_an_encrypted_cluster(tmp_path):
     assert code == 0, out + err
     assert "[worker:0] result 10.0 curve True" in out.splitlines()
 
+
+
+@pytest.mark.parametrize("client", ["cluster", "unknown_key"])
+def test_a_callers_own_connections_use_curve_too(keys, transports, client):
+    """A thread's own sockets (transport.caller, where the master sends RunGraph) are CURVE
+    clients like the I/O thread's: the right key talks, an unknown one fails fast, saying why."""
+    server = transports(_config(keys, "cluster"))
+    bound = server.bind("127.0.0.1:0", _echo)
+    curve = _config(keys, "cluster") if client == "cluster" else \
+        _config(keys, "alice", server="cluster")
+    caller = transports(curve).caller()
+    assert caller.enter()
+    try:
+        start = time.monotonic()
+        future = caller.request(bound.address, "echo", {"x": 1}, [np.arange(3.0)])
+        caller.wait([future], timeout=8)
+        assert future.done() and time.monotonic() - start < 3.0
+        if client == "cluster":
+            assert future.result().body == {"echo": {"x": 1}}
+            assert future.result().tensors[0].tolist() == [0.0, 1.0, 2.0]
+        else:
+            with pytest.raises(endpoint.HandshakeError, match="authentication failed"):
+                future.result()
+    finally:
+        caller.leave()
