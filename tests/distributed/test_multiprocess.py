@@ -244,9 +244,8 @@ def test_closing_a_remote_session_cancels_its_blocked_step():
 def test_run_graph_from_the_calling_thread_or_the_io_thread(direct, monkeypatch):
     """The master sends RunGraph on its calling thread's own socket (zps.transport.caller) or,
     switched off, through the I/O thread: same results, errors and large replies either way."""
-    from zps.distributed import master
     from zps.transport import caller, endpoint
-    monkeypatch.setattr(master, "DIRECT_RUNGRAPH", direct)
+    monkeypatch.setattr(endpoint, "CALLER_SOCKETS", direct)
     sent = {"caller": [], "io": []}
     for cls, key in ((caller.Caller, "caller"), (endpoint.Transport, "io")):
         def spy(self, address, method, *args, _orig=cls.request, _key=key, **kwargs):
@@ -287,8 +286,8 @@ def test_an_interrupted_step_is_cancelled_on_the_ps(direct, monkeypatch):
     """Ctrl-C (a KeyboardInterrupt in the master's thread, here from its own partition) during a
     step: the interrupt reaches the caller, and the ps's partition waiting for this task's tensor
     is cancelled rather than left waiting for ever (RunGraph sent either way)."""
-    from zps.distributed import master
-    monkeypatch.setattr(master, "DIRECT_RUNGRAPH", direct)
+    from zps.transport import endpoint
+    monkeypatch.setattr(endpoint, "CALLER_SOCKETS", direct)
 
     def interrupt(x):
         raise KeyboardInterrupt
@@ -314,3 +313,34 @@ def test_an_interrupted_step_is_cancelled_on_the_ps(direct, monkeypatch):
                     assert sess.run(v) == 0.0
         finally:
             server.stop()
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_a_client_without_a_server_waits_on_its_own_socket(direct, monkeypatch):
+    """A session on another process's master sends RegisterPlan and RunStep from its own thread's
+    socket (zps.transport.caller) or, switched off, through the I/O thread: same results."""
+    from zps.transport import caller, endpoint
+    monkeypatch.setattr(endpoint, "CALLER_SOCKETS", direct)
+    sent = []
+    real = caller.Caller.request
+
+    def spy(self, address, method, *args, **kwargs):
+        sent.append(method)
+        return real(self, address, method, *args, **kwargs)
+
+    monkeypatch.setattr(caller.Caller, "request", spy)
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(np.arange(4.0), name="v")
+            with tf.device("/job:worker/task:0"):
+                bump = tf.assign_add(v, tf.ones([4], tf.float64) * 2.0)
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(v.initializer)
+                for _ in range(5):
+                    sess.run(bump)
+                np.testing.assert_array_equal(sess.run(v), np.arange(4.0) + 10.0)
+    if direct:
+        assert sent.count("RunStep") == 7 and "RegisterPlan" in sent
+    else:
+        assert sent == []

@@ -7,7 +7,6 @@ task aborts the step everywhere and reaches the client as the right OpError.
 """
 
 import concurrent.futures
-import os
 import random
 import threading
 import time
@@ -19,10 +18,6 @@ from zps.runtime.plan_cache import PlanCache
 from zps.transport import endpoint
 
 ABORT_WAIT_S = 10.0   # after a failure, how long to wait for the other partitions to stop
-# RunGraph requests leave from the calling thread's own sockets and their replies wake it directly
-# (zps.transport.caller): two thread hand-offs fewer per step than through the I/O thread.
-# ZPS_CALLER_SOCKETS=0 sends them through the I/O thread (one connection per peer and process).
-DIRECT_RUNGRAPH = os.environ.get("ZPS_CALLER_SOCKETS", "1") != "0"
 
 
 def to_op_error(exc, task=None, address=None):
@@ -166,7 +161,9 @@ class StepPlan:
         self._register()
         step = _Step(self, random.getrandbits(62))
         self._running.add(step)
-        caller = self._server.transport.caller() if DIRECT_RUNGRAPH else None
+        # RunGraph requests leave from this thread's own sockets and their replies wake it
+        # directly (zps.transport.caller): two thread hand-offs fewer than via the I/O thread.
+        caller = self._server.transport.caller()
         if caller is not None and not caller.enter():
             caller = None   # the transport is closing: the step fails as it would without
         try:

@@ -41,6 +41,9 @@ SEND_HWM = 4096
 # Threads with connections of their own (Transport.caller): each holds two sockets per peer, and a
 # ZeroMQ context allows 1,023 by default; threads beyond these use the I/O thread's connections.
 MAX_CALLERS = 16
+# ZPS_CALLER_SOCKETS=0: no thread gets connections of its own; every request goes through the I/O
+# thread (one connection per peer and process).
+CALLER_SOCKETS = os.environ.get("ZPS_CALLER_SOCKETS", "1") != "0"
 
 _monitor_ids = itertools.count(1)
 # pyzmq's multipart helpers check every frame's type and combine flags as Python enums: ~9 us per
@@ -585,7 +588,10 @@ class Transport:
     def caller(self):
         """The calling thread's own connections (zps.transport.caller.Caller), to send requests
         and wait for their replies without the I/O thread; None on the I/O thread, while this
-        thread's caller is in use (a nested call), or once the transport is closed."""
+        thread's caller is in use (a nested call), beyond MAX_CALLERS threads, with
+        ``ZPS_CALLER_SOCKETS=0``, or once the transport is closed."""
+        if not CALLER_SOCKETS:
+            return None
         caller = getattr(self._local, "caller", None)
         if caller is None or caller.closed:
             if threading.current_thread() is self._thread or self._closed:
@@ -605,6 +611,21 @@ class Transport:
                 self._callers.append(caller)
             self._local.caller = caller
         return None if caller.busy else caller
+
+    def call(self, address, method, body=None, tensors=(), peer_timeout=None):
+        """``request`` and wait for the reply Message (raising what its future would): sent from
+        this thread's own socket where it can be (``caller``: no thread hand-off either way),
+        else through the I/O thread."""
+        caller = self.caller()
+        if caller is not None and caller.enter():
+            try:
+                if caller.reaches(address):
+                    future = caller.request(address, method, body, tensors, peer_timeout)
+                    caller.wait([future])
+                    return future.result()
+            finally:
+                caller.leave()
+        return self.request(address, method, body, tensors, peer_timeout=peer_timeout).result()
 
     def send_oneway(self, address, method, body=None, tensors=()):
         parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
