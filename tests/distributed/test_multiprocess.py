@@ -344,3 +344,43 @@ def test_a_client_without_a_server_waits_on_its_own_socket(direct, monkeypatch):
         assert sent.count("RunStep") == 7 and "RegisterPlan" in sent
     else:
         assert sent == []
+
+
+def test_a_forked_child_makes_its_own_transport():
+    """A process that used zps and then forks (a multiprocessing pool, say): a session in the
+    child works instead of waiting for ever on the parent's transport, whose I/O thread the
+    child does not have."""
+    import os
+    import signal
+    import warnings
+
+    with LocalCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(1.0, name="v")
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(v.initializer)
+                assert sess.run(v) == 1.0
+            with warnings.catch_warnings():   # Python 3.12 warns about forking with threads
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:   # the child: never returns into pytest
+                code = 1
+                try:
+                    signal.alarm(20)
+                    with tf.Session(cluster.target("worker", 0)) as sess:
+                        code = 0 if sess.run(tf.assign_add(v, 1.0)) == 2.0 else 2
+                finally:
+                    os._exit(code)
+            deadline = time.monotonic() + 30
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if not done:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            assert done and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                assert sess.run(v) == 2.0   # the child's step reached the ps

@@ -45,6 +45,17 @@ _local_servers = {}            # advertised address -> running Server in this pr
 _local_lock = threading.Lock()
 
 
+def _after_fork_in_child():
+    # The parent's servers do not run in a forked child (their threads are gone): a session
+    # there reaches them over the network, as any other process would.
+    global _local_lock
+    _local_servers.clear()
+    _local_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def local_server(address):
     """The running Server of this process at ``address``, or None."""
     return _local_servers.get(address)

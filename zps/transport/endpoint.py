@@ -936,3 +936,16 @@ def default_transport():
             # CURVE keys come from the environment (see zps.transport.security).
             _default = Transport(curve=security.curve_from_env())
         return _default
+
+
+def _after_fork_in_child():
+    # A forked child has none of its parent's threads: the inherited transport's I/O thread is
+    # gone, so a request through it would wait for ever, and its ZeroMQ context must not be used
+    # in the child (nor closed: the sockets are the parent's). The child makes its own on first
+    # use; a lock another thread held at the fork would stay locked.
+    global _default, _default_lock
+    _default = None
+    _default_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
