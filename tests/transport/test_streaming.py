@@ -10,7 +10,7 @@ import zmq
 
 from zps.transport import codec, protocol
 from zps.transport.codec import ProtocolError, StreamAssembler, encode_parts
-from zps.transport.endpoint import RemoteError, Transport
+from zps.transport.endpoint import RemoteError
 
 MB = 1 << 20
 CHUNK = protocol.STREAM_CHUNK_BYTES     # bytes per chunk message (in frames of FRAME_BYTES)
@@ -320,21 +320,7 @@ def test_streamed_tensors_reuse_their_memory():
     assert third.ctypes.data == address and third.sum() == CHUNK + 4
 
 
-# -- end to end -----------------------------------------------------------------------------------
-@pytest.fixture
-def transports():
-    made = []
-
-    def make():
-        t = Transport(name="zps-io-stream-%d" % len(made))
-        made.append(t)
-        return t
-
-    yield make
-    for t in made:
-        t.close()
-
-
+# -- end to end (the ``transports`` fixture: conftest.py) -----------------------------------------
 def echo(msg, responder):
     if responder is not None:
         responder.reply(msg.body, msg.tensors)
