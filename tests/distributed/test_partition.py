@@ -155,3 +155,80 @@ def test_recvs_read_only_by_an_in_place_update_may_take_a_tensor_while_it_stream
     placeholders = [op.outputs[0] for op in parts[PS].graph.get_operations()
                     if op.type == "Placeholder"]
     assert [streams_into_update(t) for t in placeholders] == [True]
+
+
+def _sparse_training_graph():
+    with tf.device("/job:ps/task:0"):
+        table = tf.Variable(np.arange(40, dtype=np.float32).reshape(10, 4), name="table")
+    with tf.device("/job:worker/task:0"):
+        ids = tf.placeholder(tf.int64, [None], name="ids")
+        loss = tf.reduce_sum(tf.square(tf.gather(table, ids)))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    return table, ids, train
+
+
+def test_a_shape_known_when_the_graph_is_built_is_a_constant_where_it_is_read():
+    # The gradient of a lookup takes the table's shape where the table lives (as TF1 does); the
+    # worker reading it gets a constant of the static shape instead of a message every step.
+    with tf.Graph().as_default():
+        _, ids, train = _sparse_training_graph()
+        parts = partition([ids], [], [train], WORKER, [WORKER, PS])
+    names = {t: [op.name for op in p.graph.get_operations() if op.type in ("_Send", "_Recv")]
+             for t, p in parts.items()}
+    assert not [n for n in names[WORKER] + names[PS] if "Shape" in n], names
+    shapes = [op.get_attr("value").tolist() for op in parts[WORKER].graph.get_operations()
+              if op.type == "Const" and "Gather_grad/Shape" in op.name]
+    assert shapes == [[10, 4]]
+
+
+def test_sparse_training_with_the_folded_shape_gives_the_same_numbers():
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            table, ids, train = _sparse_training_graph()
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(train, {ids: [1, 7, 1]})
+                got = sess.run(table)
+    expected = np.arange(40, dtype=np.float32).reshape(10, 4)
+    expected[1] -= 0.1 * 2 * 2 * expected[1]   # looked up twice: both gradients summed
+    expected[7] -= 0.1 * 2 * expected[7]
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_a_step_that_needs_only_a_ps_variables_static_shape_does_not_touch_that_ps():
+    # TF1 folds tf.shape of a fully defined shape when the graph is built; zps when it
+    # partitions: the shape neither pulls the table to the worker nor waits for its ps.
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(tf.zeros([10, 4]), name="v")
+                on_ps = tf.shape(v)
+            with tf.device("/job:worker/task:0"):
+                on_worker = tf.shape(v) * 2
+                rows = on_ps[0] + 1
+            parts = partition([], [on_worker, rows, on_ps], [], WORKER, [WORKER, PS])
+            assert list(parts) == [WORKER] and not _transfers(parts)[WORKER]
+            cluster.servers[("ps", 0)].stop()
+            config = tf.ConfigProto(operation_timeout_in_ms=5000)
+            with tf.Session(cluster.target("worker", 0), config=config) as sess:
+                got = sess.run([on_worker, rows, on_ps])
+    assert [np.asarray(x).tolist() for x in got] == [[20, 8], 11, [10, 4]]
+
+
+def test_the_shape_of_a_variable_that_may_change_shape_is_read_at_run_time():
+    # An assign with validate_shape=False (run in another step) may change the variable's shape:
+    # the shape is then taken on the ps at run time, as a local run does, not folded.
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(tf.zeros([2]), name="v")
+                grow = tf.assign(v, tf.zeros([3]), validate_shape=False)
+            with tf.device("/job:worker/task:0"):
+                shape = tf.shape(v) + 0
+            parts = partition([], [shape], [], WORKER, [WORKER, PS])
+            assert [op.type for op in parts[PS].graph.get_operations()].count("_Send") == 1
+            with tf.Session(cluster.target("worker", 0)) as sess:
+                sess.run(tf.global_variables_initializer())
+                assert sess.run(shape).tolist() == [2]
+                sess.run(grow)
+                assert sess.run(shape).tolist() == [3]

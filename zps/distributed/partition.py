@@ -4,7 +4,9 @@ Every op is assigned to a task (its device's job and task; the master's task whe
 task of a variable for ops that update it, as TF's placer does for reference edges). Each edge
 between tasks gets one ``_Send`` on the producer's task and one ``_Recv`` on the consumer's,
 shared by all consumers on that task; control edges between tasks carry an empty token. Fed
-tensors become placeholders in every partition that reads them.
+tensors become placeholders in every partition that reads them; constants, and values known when
+the graph is built (a static shape, a size), become a constant in every partition that reads
+them, so they are never sent.
 """
 
 import collections
@@ -13,6 +15,7 @@ import numpy as np
 
 from zps.distributed import transfer_ops  # noqa: F401 - registers _Send/_Recv
 from zps.framework import dtypes, errors
+from zps.framework.constant import constant_value
 from zps.framework.device import DeviceSpec
 from zps.framework.graph import Graph
 from zps.runtime.executor import prune
@@ -129,6 +132,7 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
     fed = {t: i for i, t in enumerate(feeds)}
     ops = prune(fetches, targets, set(fed))
     task = assign_tasks(ops, default_task, known_tasks)
+    folded = _folded_ops(ops, targets)
     parts = {}
 
     def part(t):
@@ -155,6 +159,15 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
             transfers[(source, dst)] = recv
         return recv
 
+    def place(new, op, p):
+        """``new`` (``op`` in partition ``p``) runs on ``p``'s task (an update of a variable
+        moves to the variable's task whatever the device scope said), and its device says so."""
+        new._device = op.device if task_of_device(op.device, default_task) == p.task \
+            else str(p.task)
+        new._colocation = list(op._colocation)
+        if soft_placement and "GPU" in new._device:
+            new._attrs = dict(new._attrs, _soft_placement=True)
+
     def value_in(p, t):
         if t in fed:
             ph = p.mapped.get(t)
@@ -165,16 +178,22 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
                 p.feeds[ph.op.name] = fed[t]
                 p.mapped[t] = ph
             return ph
+        if t.op in folded:
+            # A constant (or a value known when the graph is built: a shape, a size) is a copy
+            # in each partition that reads it, not a transfer on every step: an optimizer's
+            # learning rate read by the apply ops of every ps; the static shape of a ps table,
+            # which the gradient of an embedding lookup takes where the table lives and the
+            # worker reads (TF1 folds it when the graph is built); `tf.shape(ps_table)` on a
+            # worker, which would otherwise pull the whole table.
+            copy = p.mapped.get(t)
+            if copy is None:
+                const = p.add("Const", [], folded[t.op], t.op.name + "/")
+                place(const, t.op, p)
+                copy = p.mapped[t] = const.outputs[0]
+            return copy
         src = task[t.op]
         if src == p.task:
             return p.mapped[t]
-        if t.op.type == "Const" and not t.op._control_inputs:
-            # A constant read on several tasks (an optimizer's learning rate, read by the apply
-            # ops of every ps) is a copy in each partition, not a transfer on every step.
-            copy = p.mapped.get(t)
-            if copy is None:
-                copy = p.mapped[t] = p.add("Const", [], t.op._attrs, t.op.name + "/").outputs[0]
-            return copy
         return transfer(t, src, p.task, t.name, t.dtype, _shape_attr(t),
                         lambda sp: sp.mapped[t])
 
@@ -191,32 +210,60 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
         return transfer(c, src, p.task, "^" + c.name, _TOKEN_DTYPE, (), token).op
 
     for op in ops:
+        if op in folded:
+            continue   # a constant in each partition that reads it (value_in)
         p = part(task[op])
         inputs = [value_in(p, t) for t in op._inputs]
         controls = [control_in(p, c) for c in op._control_inputs]
         new = p.add(op.type, inputs, op._attrs, op.name + "/", control_inputs=controls,
                     num_outputs=len(op._outputs))
-        # The op runs on the task it was assigned (an update of a variable moves to the
-        # variable's task whatever the device scope said), and its device says so.
-        new._device = op.device if task_of_device(op.device, default_task) == p.task \
-            else str(p.task)
-        new._colocation = list(op._colocation)
-        if soft_placement and "GPU" in new._device:
-            new._attrs = dict(new._attrs, _soft_placement=True)
+        place(new, op, p)
         p.mapped_ops[op] = new
         for src_t, dst_t in zip(op._outputs, new._outputs):
             p.mapped[src_t] = dst_t
 
     for i, t in enumerate(fetches):
         if t not in fed:
-            p = parts[task[t.op]]
-            p.fetches.append((i, p.mapped[t].name))
+            # A value known when the graph is built is fetched from the master's own task.
+            p = part(default_task if t.op in folded else task[t.op])
+            p.fetches.append((i, value_in(p, t).name))
     for op in targets:
         p = parts[task[op]]
         p.targets.append(p.mapped_ops[op].name)
-    for p in parts.values():
-        _mark_streamable(p)
+    for t, p in list(parts.items()):
+        if not p.targets and not p.fetches:
+            del parts[t]   # e.g. only a shape the others took as a constant: nothing to run
+        else:
+            _mark_streamable(p)
     return parts
+
+
+def _folded_ops(ops, targets):
+    """``{op: attrs of the Const that replaces it}`` for the ops of ``ops`` (topological order)
+    whose value is known when the graph is built: constants and what ``constant_value`` folds
+    (shapes, sizes, ranges of known bounds). Not an op that waits for or orders others (control
+    edges), nor a target; nor one whose value derives from the static shape of a variable that an
+    op of the graph (in this step or not) assigns with ``validate_shape=False``, since its shape
+    may change: a step across tasks then sees the shapes a local run sees."""
+    if not ops:
+        return {}
+    ordering = {c for op in ops for c in op._control_inputs} | set(targets)
+    reshaped = {op._inputs[0].op for op in ops[0].graph.get_operations()
+                if op.type == "Assign" and op._attrs.get("validate_shape") is False}
+    stale, folded = set(), {}
+    for op in ops:
+        if op in reshaped or any(t.op in stale for t in op._inputs):
+            stale.add(op)
+        elif len(op._outputs) == 1 and not op._control_inputs and op not in ordering:
+            if op.type == "Const":
+                folded[op] = op._attrs
+            else:
+                value = constant_value(op._outputs[0])
+                if value is not None:
+                    value = np.array(value, dtype=op._outputs[0].dtype.as_numpy_dtype)
+                    value.flags.writeable = False
+                    folded[op] = {"value": value, "dtype": op._outputs[0].dtype}
+    return folded
 
 
 def streams_into_update(t, fetched=()):
