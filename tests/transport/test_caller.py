@@ -271,3 +271,37 @@ def test_time_spent_away_from_the_sockets_is_not_silence(caller, server, monkeyp
     assert not pending.done()
     caller.wait([pending], timeout=1.0)   # listening again: pongs keep it alive
     assert not pending.done()
+
+
+def test_one_way_messages_of_a_thread_in_a_call_go_on_its_own_sockets_in_order(client, transports):
+    # A master computing its partition sends the step's tensors on the sockets its RunGraph
+    # requests went on: no I/O-thread hand-off, and a request sent after them arrives after them.
+    seen = []
+
+    def handler(msg, responder):
+        seen.append((msg.method, msg.body, [t.copy() for t in msg.tensors]))
+        if responder is not None:
+            responder.reply(len(seen))
+
+    server = transports().bind("127.0.0.1:0", handler)
+    big = np.arange(3 << 20, dtype=np.float32)   # 12 MB: streamed in chunks
+    caller = client.caller()
+    assert caller.enter()
+    try:
+        client.send_oneway(server.address, "Tensors", {"n": 1}, [np.arange(3), big])
+        client.send_oneway(server.address, "Tensors", {"n": 2})
+        assert answer(caller, caller.request(server.address, "count")).body == 3
+    finally:
+        caller.leave()
+    assert [(m, b) for m, b, _ in seen] == [("Tensors", {"n": 1}), ("Tensors", {"n": 2}),
+                                           ("count", None)]
+    np.testing.assert_array_equal(seen[0][2][0], np.arange(3))
+    np.testing.assert_array_equal(seen[0][2][1], big)
+    assert server.address not in client.run_in_io_thread(lambda: set(client._peers))
+    # Outside a call (or on a thread without a caller) they go through the I/O thread.
+    client.send_oneway(server.address, "Tensors", {"n": 3})
+    deadline = time.monotonic() + WAIT
+    while len(seen) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen[3][1] == {"n": 3}
+    assert server.address in client.run_in_io_thread(lambda: set(client._peers))

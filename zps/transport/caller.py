@@ -181,6 +181,20 @@ class Caller:
             future.set_exception(endpoint.TransportError("cannot send to %s: %s" % (address, e)))
         return future
 
+    def send_oneway(self, address, method, body=None, tensors=()):
+        """``Transport.send_oneway`` on this thread's own DEALER to ``address`` (a step's tensors
+        for another task, sent by the thread that computed them without waking the I/O thread).
+        Raises TransportError once the transport is closed."""
+        parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
+        try:
+            if self._closing:
+                raise zmq.ZMQError(zmq.ETERM)
+            ch = self._channel(address)
+            for frames in parts:
+                endpoint.send_frames(ch.socket, frames)
+        except zmq.ZMQError as e:   # ETERM: the transport closed meanwhile
+            raise endpoint.TransportError("cannot send to %s: %s" % (address, e)) from None
+
     def get(self):
         """The next item ``put`` for this thread, serving its requests' replies while it waits."""
         while True:

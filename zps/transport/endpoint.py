@@ -628,6 +628,13 @@ class Transport:
         return self.request(address, method, body, tensors, peer_timeout=peer_timeout).result()
 
     def send_oneway(self, address, method, body=None, tensors=()):
+        """Send a message that gets no reply. From a thread in the middle of a call on its own
+        sockets (``caller``: a master running its step's partition), on those; else through the
+        I/O thread. Large tensors are sent without a copy: do not modify them afterwards."""
+        caller = getattr(self._local, "caller", None)
+        if caller is not None and caller.busy and not caller.closed and caller.reaches(address):
+            caller.send_oneway(address, method, body, tensors)
+            return
         parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
         self._submit(lambda: [send_frames(self._peer(address).socket, frames)
                               for frames in parts])
