@@ -462,6 +462,32 @@ def test_a_plan_with_the_shared_cpu_limit_runs_larger_ops_on_the_light_thread(ov
     assert THREADS == {"cheap": "light", "big": "owner" if over else "light"}
 
 
+@pytest.mark.parametrize("rows", [8, executor.INLINE_BYTES // 16 + 1])
+def test_a_gather_costs_the_rows_it_takes_not_the_table(rows):
+    # An embedding lookup on a ps takes a few rows of a large table: cheap enough for the I/O
+    # thread that delivered the ids; taking more rows than the limit holds is not.
+    THREADS.clear()
+    table = np.arange(400_000, dtype=np.float32).reshape(100_000, 4)   # 1.6 MB, over the limit
+    ids = np.arange(rows, dtype=np.int64) * 7
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.int64, [None])
+        held = g.create_op("ZpsTestHold", [x], {"key": "k"}, name="hold").outputs[0]
+        taken = tf.gather(tf.constant(table), held)
+        where = g.create_op("ZpsTestWhere", [taken], name="taken").outputs[0]
+        plan = Plan([x], [tf.reduce_sum(where)], [])
+        result = []
+        owner = threading.Thread(target=lambda: result.append(run(plan, [ids])), name="owner")
+        owner.start()
+        for _ in range(500):
+            if "k" in HELD:
+                break
+            threading.Event().wait(0.01)
+        _from_light_thread(lambda: HELD.pop("k")(ids))
+        owner.join(10)
+    assert result and result[0] == [table[ids].sum()]
+    assert THREADS == {"taken": "light" if rows == 8 else "owner"}
+
+
 def test_completions_from_other_threads_continue_on_the_owner():
     THREADS.clear()
     with tf.Graph().as_default() as g:

@@ -23,12 +23,12 @@ GENERIC = "*"       # the kernel key of a kernel written against ctx.xp, valid o
 class OpDef:
     __slots__ = ("type", "shape_fn", "dtype_fn", "kernels", "grad_fn", "stateful", "num_outputs",
                  "broadcast", "ref_inputs", "ref_output", "aliases_input", "needs_op_name",
-                 "sparse_grad_ok", "is_async", "light_ok", "streams_input")
+                 "sparse_grad_ok", "is_async", "light_ok", "streams_input", "inline_cost")
 
     def __init__(self, op_type, *, shape=None, dtype=None, kernel=None, kernels=None, grad=MISSING,
                  stateful=False, num_outputs=1, broadcast=False, ref_inputs=(), ref_output=False,
                  aliases_input=False, needs_op_name=False, sparse_grad_ok=False, is_async=False,
-                 light_ok=None, streams_input=None):
+                 light_ok=None, streams_input=None, inline_cost=None):
         self.type = op_type
         self.shape_fn = shape
         self.dtype_fn = dtype
@@ -60,6 +60,10 @@ class OpDef:
         # Index of an input the kernel applies in place element by element (an add into a
         # variable), so it may take that input while it still streams in (codec.Incoming).
         self.streams_input = streams_input
+        # ``inline_cost(*inputs)``: the bytes the kernel touches, where its inputs' sizes say
+        # little (a gather reads only the rows it is asked for, of a table of any size); else
+        # the inputs' bytes are its cost. A light thread runs an op inline only when it is cheap.
+        self.inline_cost = inline_cost
 
     def kernel_for(self, backend):
         fn = self.kernels.get(backend) or self.kernels.get(GENERIC)

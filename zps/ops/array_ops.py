@@ -1552,7 +1552,14 @@ def _gather_grad(op, g):
     return [IndexedSlices(values, reshape(indices, [-1]), dense_shape), None]
 
 
-register_op("Gather", shape=_gather_shape, kernel=_gather_kernel, grad=_gather_grad)
+def _gather_cost(params, indices):
+    """The bytes a gather moves: the rows it takes (not the table they are taken from)."""
+    rows = params.shape[0] if params.ndim else 1
+    return indices.nbytes + indices.size * (params.nbytes // max(rows, 1))
+
+
+register_op("Gather", shape=_gather_shape, kernel=_gather_kernel, grad=_gather_grad,
+            inline_cost=_gather_cost)
 register_op("ShapeSuffix", shape=lambda op: unknown_shape(1),
             kernel=lambda ctx, s, begin: s[begin:], grad=None)
 

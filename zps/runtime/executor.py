@@ -421,6 +421,8 @@ def _inline_kind(step, gpu, limit):
         return _NEVER   # a GPU plan's kernels run on the threads that own its devices
     if opdef.type in ("_Recv", "NoOp"):
         return _ALWAYS
+    if opdef.inline_cost is not None:
+        return _SMALL   # its cost is known once its inputs are (_small)
     # Inputs whose static shapes say they are small need no check when the op runs.
     nbytes = 0
     for i, t in enumerate(op.inputs):
@@ -468,6 +470,9 @@ def _on_light_thread(fn):
 
 
 def _small(step, vals, limit):
+    cost = step.op.op_def.inline_cost
+    if cost is not None:
+        return cost(*step.args(vals)) <= limit
     n = 0
     for i, j in enumerate(step.ins):
         if i not in step.deref:
