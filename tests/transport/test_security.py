@@ -343,3 +343,31 @@ def test_a_callers_own_connections_use_curve_too(keys, transports, client):
                 future.result()
     finally:
         caller.leave()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", ["io_thread", "caller"])
+def test_a_client_without_keys_fails_fast_request_after_request(keys, transports, path):
+    # After a failed handshake ZeroMQ drops the connection for good: a send on that socket would
+    # block for ever. The socket is closed instead, and each request opens a new one (which fails
+    # fast again here; which works once the server admits this client).
+    bound = transports(_config(keys, "cluster")).bind("127.0.0.1:0", _echo)
+    client = transports(None)
+    caller = client.caller() if path == "caller" else None
+    for _ in range(3):
+        start = time.monotonic()
+        if caller is None:
+            future = client.request(bound.address, "echo", {}, timeout=20)
+            with pytest.raises(endpoint.PeerUnavailableError):
+                future.result(25)
+        else:
+            assert caller.enter()
+            try:
+                future = caller.request(bound.address, "echo", {})
+                caller.wait([future], timeout=20)
+                assert future.done()
+                assert isinstance(future.exception(), endpoint.PeerUnavailableError)
+            finally:
+                caller.leave()
+        assert time.monotonic() - start < 5.0
+        time.sleep(0.2)   # the dropped connection's last events arrive meanwhile

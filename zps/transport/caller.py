@@ -160,20 +160,25 @@ class Caller:
             future.set_exception(endpoint.TransportError("transport is closed"))
             return future
         try:
+            ch = self._channels.get(address)
+            if ch is not None and not ch.pending and ch.monitor.get(_EVENTS) & _POLLIN:
+                # Events of an idle channel (its peer restarted between steps) are about
+                # connections gone before this request: they must not fail it (a failed
+                # handshake closes the channel, and the request opens a new one). Those of a
+                # channel opened for this request are about its connection: they count.
+                self._drain(ch.monitor)
             ch = self._channel(address)
             if peer_timeout is not None:
                 ch.timeout = peer_timeout
             if not ch.pending:
                 ch.last_heard = time.monotonic()
-                if ch.monitor.get(_EVENTS) & _POLLIN:
-                    # Events of an idle channel (its peer restarted between steps) are about
-                    # connections gone before this request: they must not fail it.
-                    self._drain(ch.monitor)
             ch.pending[msg_id] = (future, method, None, None)
             for frames in parts:
                 endpoint.send_frames(ch.socket, frames)
         except endpoint.PeerUnavailableError as e:
             future.set_exception(e)
+        except zmq.Again:
+            self._drop(ch, endpoint.unqueued(address))
         except zmq.ZMQError as e:   # ETERM: the transport closed meanwhile
             ch = self._channels.get(address)
             if ch is not None:
@@ -192,6 +197,9 @@ class Caller:
             ch = self._channel(address)
             for frames in parts:
                 endpoint.send_frames(ch.socket, frames)
+        except zmq.Again:
+            self._drop(ch, endpoint.unqueued(address))
+            raise endpoint.unqueued(address) from None
         except zmq.ZMQError as e:   # ETERM: the transport closed meanwhile
             raise endpoint.TransportError("cannot send to %s: %s" % (address, e)) from None
 
@@ -287,7 +295,8 @@ class Caller:
                         % len(ch.pending)))
                     return
             else:
-                endpoint.on_handshake_failed(ch, event, self._curve)
+                self._drop(ch, endpoint.handshake_error(ch, event, self._curve))
+                return
             if sock.closed or not sock.get(_EVENTS) & _POLLIN:
                 return
 

@@ -410,15 +410,29 @@ def on_disconnect(peer):
             peer.address, "connection lost with %d request(s) in flight" % len(peer.pending)))
 
 
-def on_handshake_failed(peer, event, curve):
-    """ZeroMQ retries a failed handshake forever without telling the sender: the requests
-    waiting on ``peer`` fail now, saying why, instead of at their timeout."""
+def handshake_error(peer, event, curve):
+    """The error a failed handshake with ``peer`` (a monitor event) gives its requests, which
+    fail now, saying why, instead of at their timeout. The connection is not usable any more
+    (after a protocol or authentication failure ZeroMQ drops it and does not reconnect, so a
+    blocking send would wait for ever): the caller closes it, and the next request opens a new
+    one."""
     reason, certain = security.describe_handshake_failure(event["event"], event["value"],
                                                           curve is not None)
-    if reason is None or not peer.pending:
-        return
-    log.warning("handshake with %s failed: %s", peer.address, reason)
-    fail_pending(peer, HandshakeError(peer.address, reason, certain))
+    if reason is None:
+        reason, certain = "the connection's handshake failed (event %#x)" % event["event"], False
+    if peer.pending:
+        log.warning("handshake with %s failed: %s", peer.address, reason)
+    return HandshakeError(peer.address, reason, certain)
+
+
+def unqueued(address):
+    """The error of a message ZeroMQ could not queue to ``address``: the connection is gone
+    (a failed handshake ZeroMQ does not retry); the caller closes it."""
+    return PeerUnavailableError(address, "no connection to queue the message on (its handshake "
+                                "failed and ZeroMQ gave up on it); the next request reconnects")
+
+
+_PING, = codec.encode(protocol.PING, 0)   # one frame
 
 
 def check_peer(peer, now):
@@ -445,7 +459,10 @@ def check_peer(peer, now):
     if silent > protocol.HEARTBEAT_INTERVAL_S and \
             now - peer.last_ping > protocol.HEARTBEAT_INTERVAL_S:
         peer.last_ping = now
-        send_frames(peer.socket, codec.encode(protocol.PING, 0))
+        try:
+            _base_send(peer.socket, _PING, _NOBLOCK, True, False)
+        except zmq.Again:
+            pass   # no connection to queue it on: the silence counts on
     return None
 
 
@@ -463,6 +480,9 @@ def connect_dealer(ctx, curve, address, tag):
         sock.setsockopt(zmq.RCVHWM, 0)
         sock.setsockopt(zmq.RECONNECT_IVL, 50)
         sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
+        # A send that cannot be queued (no connection left: see handshake_error) raises
+        # zmq.Again instead of blocking the thread for ever.
+        sock.setsockopt(zmq.SNDTIMEO, 0)
         if curve is not None:
             curve.apply_client(sock)
         monitor = sock.get_monitor_socket(
@@ -579,8 +599,11 @@ class Transport:
             if not peer.pending:
                 peer.last_heard = time.monotonic()
             peer.pending[msg_id] = (future, method, deadline, timeout)
-            for frames in parts:
-                send_frames(peer.socket, frames)
+            try:
+                for frames in parts:
+                    send_frames(peer.socket, frames)
+            except zmq.Again:
+                self._drop_peer(address, None, fail=True, error=unqueued(address))
 
         self._submit(send, future)
         return future
@@ -636,8 +659,16 @@ class Transport:
             caller.send_oneway(address, method, body, tensors)
             return
         parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
-        self._submit(lambda: [send_frames(self._peer(address).socket, frames)
-                              for frames in parts])
+
+        def send():
+            try:
+                for frames in parts:
+                    send_frames(self._peer(address).socket, frames)
+            except zmq.Again:
+                self._drop_peer(address, None, fail=True, error=unqueued(address))
+                raise unqueued(address) from None
+
+        self._submit(send)
 
     def forget_peer(self, address):
         """Close the connection to ``address`` (queued messages are dropped)."""
@@ -773,7 +804,10 @@ class Transport:
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 on_disconnect(owner.peer)
             else:
-                on_handshake_failed(owner.peer, event, self.curve)
+                peer = owner.peer
+                self._drop_peer(peer.address, None, fail=True,
+                                error=handshake_error(peer, event, self.curve))
+                return
             # Stop when nothing more is queued rather than at zmq.Again: pyzmq builds that
             # exception with two imports and a strerror call (~5 us per drained socket).
             if sock.closed or not sock.get(_EVENTS) & _POLLIN:
