@@ -176,9 +176,11 @@ def test_a_shape_known_when_the_graph_is_built_is_a_constant_where_it_is_read():
     names = {t: [op.name for op in p.graph.get_operations() if op.type in ("_Send", "_Recv")]
              for t, p in parts.items()}
     assert not [n for n in names[WORKER] + names[PS] if "Shape" in n], names
-    shapes = [op.get_attr("value").tolist() for op in parts[WORKER].graph.get_operations()
+    copies = [op for op in parts[WORKER].graph.get_operations()
               if op.type == "Const" and "Gather_grad/Shape" in op.name]
-    assert shapes == [[10, 4]]
+    assert [op.get_attr("value").tolist() for op in copies] == [[10, 4]]
+    # A copy on another task than the original's: not colocated with the ps table.
+    assert copies[0].device == str(WORKER) and not copies[0]._colocation
 
 
 def test_sparse_training_with_the_folded_shape_gives_the_same_numbers():

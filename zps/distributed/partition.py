@@ -188,7 +188,10 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
             copy = p.mapped.get(t)
             if copy is None:
                 const = p.add("Const", [], folded[t.op], t.op.name + "/")
-                place(const, t.op, p)
+                if task[t.op] == p.task:
+                    place(const, t.op, p)   # where the op would have run (its GPU, say)
+                else:
+                    const._device = str(p.task)   # a copy: not colocated with the original's
                 copy = p.mapped[t] = const.outputs[0]
             return copy
         src = task[t.op]
