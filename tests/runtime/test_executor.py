@@ -419,11 +419,12 @@ def _from_light_thread(fn):
     return out[0] if out else None
 
 
-def _owner_waiting_on_hold(plan):
-    """A thread named "owner" running ``plan`` until its hold "k" waits; (thread, results)."""
+def _owner_waiting_on_hold(plan, feed=1.0):
+    """A thread named "owner" running ``plan`` (fed ``feed``: a float32 1.0 by default) until its
+    hold "k" waits; (thread, results)."""
     result = []
-    owner = threading.Thread(target=lambda: result.append(run(plan, [np.float32(1.0)])),
-                             name="owner")
+    feed = np.float32(feed) if isinstance(feed, float) else feed
+    owner = threading.Thread(target=lambda: result.append(run(plan, [feed])), name="owner")
     owner.start()
     for _ in range(500):
         if "k" in HELD:
@@ -475,13 +476,7 @@ def test_a_gather_costs_the_rows_it_takes_not_the_table(rows):
         taken = tf.gather(tf.constant(table), held)
         where = g.create_op("ZpsTestWhere", [taken], name="taken").outputs[0]
         plan = Plan([x], [tf.reduce_sum(where)], [])
-        result = []
-        owner = threading.Thread(target=lambda: result.append(run(plan, [ids])), name="owner")
-        owner.start()
-        for _ in range(500):
-            if "k" in HELD:
-                break
-            threading.Event().wait(0.01)
+        owner, result = _owner_waiting_on_hold(plan, ids)
         _from_light_thread(lambda: HELD.pop("k")(ids))
         owner.join(10)
     assert result and result[0] == [table[ids].sum()]
