@@ -168,13 +168,7 @@ class Caller:
                 # channel opened for this request are about its connection: they count.
                 self._drain(ch.monitor)
             ch = self._channel(address)
-            if peer_timeout is not None:
-                ch.timeout = peer_timeout
-            if not ch.pending:
-                ch.last_heard = time.monotonic()
-            ch.pending[msg_id] = (future, method, None, None)
-            for frames in parts:
-                endpoint.send_frames(ch.socket, frames)
+            endpoint.send_request(ch, msg_id, (future, method, None, None), parts, peer_timeout)
         except endpoint.PeerUnavailableError as e:
             future.set_exception(e)
         except zmq.Again:
@@ -290,9 +284,7 @@ class Caller:
                 endpoint.deliver_reply(ch, frames)
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 if ch.pending:
-                    self._drop(ch, endpoint.PeerUnavailableError(
-                        ch.address, "connection lost with %d request(s) in flight"
-                        % len(ch.pending)))
+                    self._drop(ch, endpoint.connection_lost(ch))
                     return
             else:
                 self._drop(ch, endpoint.handshake_error(ch, event, self._curve))

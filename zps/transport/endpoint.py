@@ -401,13 +401,31 @@ def fail_pending(peer, err):
         _set_exception(entry[0], err)
 
 
+def send_request(peer, msg_id, entry, parts, peer_timeout=None):
+    """Send request ``msg_id`` (the ``parts`` of encode_parts) on ``peer``'s DEALER (a _Peer or a
+    caller's channel), its ``entry`` (future, method, deadline, timeout) in ``peer.pending``;
+    zmq.Again if ZeroMQ cannot queue it (the caller closes the connection: see ``unqueued``)."""
+    if peer_timeout is not None:
+        peer.timeout = peer_timeout
+    if not peer.pending:
+        peer.last_heard = time.monotonic()   # the peer's silence counts from now
+    peer.pending[msg_id] = entry
+    for frames in parts:
+        send_frames(peer.socket, frames)
+
+
+def connection_lost(peer):
+    """The error of ``peer``'s requests in flight when its connection broke: their replies can
+    never arrive (a ROUTER answers a connection, and the DEALER reconnects as a new one)."""
+    return PeerUnavailableError(
+        peer.address, "connection lost with %d request(s) in flight" % len(peer.pending))
+
+
 def on_disconnect(peer):
-    """``peer``'s connection broke: replies to requests sent over it can never arrive (a ROUTER
-    answers a connection, and the DEALER reconnects as a new one), so they fail now instead of
-    after a timeout; or never, if the peer restarted and answers pings."""
+    """``peer``'s connection broke: its requests in flight fail now instead of after a timeout
+    (``connection_lost``); or never, if the peer restarted and answers pings."""
     if peer.pending:
-        fail_pending(peer, PeerUnavailableError(
-            peer.address, "connection lost with %d request(s) in flight" % len(peer.pending)))
+        fail_pending(peer, connection_lost(peer))
 
 
 def handshake_error(peer, event, curve):
@@ -593,15 +611,9 @@ class Transport:
         def send():
             if future.done():
                 return  # cancelled before it was sent
-            peer = self._peer(address)
-            if peer_timeout is not None:
-                peer.timeout = peer_timeout
-            if not peer.pending:
-                peer.last_heard = time.monotonic()
-            peer.pending[msg_id] = (future, method, deadline, timeout)
             try:
-                for frames in parts:
-                    send_frames(peer.socket, frames)
+                send_request(self._peer(address), msg_id, (future, method, deadline, timeout),
+                             parts, peer_timeout)
             except zmq.Again:
                 self._drop_peer(address, None, fail=True, error=unqueued(address))
 
