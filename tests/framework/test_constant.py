@@ -5,6 +5,7 @@ import pytest
 
 import zps as tf
 from zps.framework.constant import constant_value
+from zps.framework.graph import numpy_value
 
 
 def _run(t):
@@ -56,6 +57,24 @@ def test_lossy_or_impossible_values_are_rejected():
         with pytest.raises(TypeError):
             tf.constant(tf.constant(1.0))
         assert tf.constant(np.array([1.5]), dtype=tf.int32).dtype is tf.int32  # numpy: caller's cast
+
+
+def test_python_integers_out_of_a_dtypes_range_overflow_with_any_numpy():
+    # numpy 2 refuses them; numpy 1 would wrap them around (with a warning): zps refuses them with
+    # either, and a feed names the tensor.
+    for value, dtype in ((300, tf.uint8), (-1, tf.uint8), ([1, 2 ** 40], tf.int32),
+                         ([[0], [2 ** 70]], tf.int64), (-(2 ** 63) - 1, tf.int64)):
+        with pytest.raises(OverflowError, match="out of bounds for"):
+            numpy_value(value, dtype)
+    assert numpy_value([0, 255], tf.uint8).dtype == np.uint8
+    assert numpy_value(-(2 ** 63), tf.int64) == -(2 ** 63)
+    assert numpy_value([], tf.int32).shape == (0,)
+    with tf.Graph().as_default():
+        ids = tf.placeholder(tf.int32, [None], name="ids")
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="to ids:0 .*out of bounds"):
+                sess.run(ids, {ids: [1, 2 ** 31]})
+            assert sess.run(ids, {ids: [1, 2 ** 31 - 1]}).tolist() == [1, 2 ** 31 - 1]
 
 
 def test_constant_storage_is_read_only_and_fetches_are_writable():

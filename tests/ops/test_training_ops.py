@@ -406,3 +406,13 @@ def test_uninitialized_slot_is_a_failed_precondition():
             sess.run(w.initializer)
             with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value acc"):
                 sess.run(step)
+
+
+def test_adam_step_size_is_computed_in_the_variables_dtype():
+    # TF1 computes lr * sqrt(1 - beta2^t) / (1 - beta1^t) in the variable's dtype; numpy 1 would
+    # compute 1 - (a float32 0-d array) in float64 (and a GPU's fused update then refuses it).
+    f32 = [np.asarray(np.float32(x)) for x in (0.05, 0.9, 0.999)]
+    alpha = ops._adam_alpha(np, *f32)
+    assert alpha.dtype == np.float32
+    one = np.float32(1)
+    assert alpha == f32[0] * np.sqrt(one - f32[2]) / (one - f32[1])

@@ -21,6 +21,7 @@ from zps.transport.endpoint import (
     RemoteError,
     RequestTimeoutError,
     TransportError,
+    _bind_host,
 )
 
 
@@ -374,6 +375,21 @@ def test_bind_errors(transports):
         t.bind("127.0.0.1:http", echo_handler)
     bound2 = t.bind("unused.invalid:0", echo_handler, bind_address="127.0.0.1:0")
     assert bound2.address.startswith("unused.invalid:")
+
+
+def test_a_host_name_binds_its_address_with_any_libzmq(transports, client):
+    # libzmq before 4.3.5 (pyzmq 25's) binds only IP addresses and interface names: zps resolves
+    # a name first, so "localhost:2222", TF1's usual address, binds with every pyzmq it allows.
+    assert _bind_host("localhost") == "127.0.0.1"
+    for kept in ("127.0.0.1", "0.0.0.0", "*", "[::1]", "no-such-host.invalid", ""):
+        assert _bind_host(kept) == kept
+    for _, nic in socket.if_nameindex():   # interface names are ZeroMQ's to resolve
+        assert _bind_host(nic) == nic
+    bound = transports().bind("localhost:0", echo_handler)
+    assert bound.address.startswith("localhost:")
+    assert result(client.request(bound.address, "echo", 3)).body == 3
+    with pytest.raises(BindError, match="cannot bind no-such-host.invalid:0: it is not an address"):
+        transports().bind("no-such-host.invalid:0", echo_handler)
 
 
 def test_port_can_be_bound_again_after_unbind_and_close(transports, client):

@@ -847,4 +847,23 @@ def numpy_value(value, dtype=None):
         arr = np.asarray(value, dtype=object)
         return np.vectorize(lambda s: s.encode() if isinstance(s, str) else bytes(s),
                             otypes=[object])(arr) if arr.size else arr
-    return np.asarray(value, dtype=dt.as_numpy_dtype)
+    np_dtype = dt.as_numpy_dtype
+    if dt.is_integer and not isinstance(value, np.ndarray | np.generic):
+        _check_int_range(value, np_dtype)
+    return np.asarray(value, dtype=np_dtype)
+
+
+def _check_int_range(value, np_dtype):
+    # numpy 2 refuses a Python integer its dtype cannot hold; numpy 1 wraps it around (with a
+    # DeprecationWarning): the same OverflowError with either.
+    arr = np.asarray(value)
+    if arr.size == 0 or arr.dtype.kind not in "iuO":
+        return
+    info = np.iinfo(np_dtype)
+    try:
+        low, high = arr.min(), arr.max()
+    except TypeError:
+        return   # not all numbers: the conversion itself says what is wrong
+    for v in (low, high):
+        if isinstance(v, int | np.integer) and not info.min <= v <= info.max:
+            raise OverflowError("Python integer %d out of bounds for %s" % (v, np.dtype(np_dtype).name))

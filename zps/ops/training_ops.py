@@ -412,7 +412,9 @@ def sparse_apply_adagrad(var, accum, lr, grad, indices, use_locking=False, updat
 # v += (g^2 - v) * (1 - beta2); var -= alpha * m / (sqrt(v) + epsilon)
 # (Nesterov: alpha * (m * beta1 + (1 - beta1) * g) / (sqrt(v) + epsilon)).
 def _adam_alpha(xp, lr, beta1_power, beta2_power):
-    return lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
+    # A one of lr's dtype: numpy 1 computes 1 - a float32 0-d array in float64.
+    one = lr.dtype.type(1)
+    return lr * xp.sqrt(one - beta2_power) / (one - beta1_power)
 
 
 def _adam_var_update(xp, tmp, tmp2, w, m, v, alpha, epsilon):

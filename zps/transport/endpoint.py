@@ -17,9 +17,11 @@ The loop has the Majordomo shape: poll -> dispatch on header -> expire dead peer
 import collections
 import concurrent.futures
 import errno
+import ipaddress
 import itertools
 import logging
 import os
+import socket
 import threading
 import time
 
@@ -230,6 +232,33 @@ class BindError(TransportError):
 
 class _AddressInUseError(BindError):
     """The port is taken (perhaps by this transport's own socket, still closing)."""
+
+
+def _bind_host(host):
+    """``host`` as ZeroMQ binds it: a host name becomes its first IPv4 address.
+
+    libzmq before 4.3.5 (bundled by pyzmq before 26, and still some systems' own) binds only IP
+    addresses and interface names: ``localhost:2222``, the address of TF1's examples, failed with
+    ENODEV. Newer libzmq resolves a name the same way (IPv4, the first address). Interface names
+    (``lo``, ``eth0``), ``*`` and IP addresses are left to ZeroMQ; so is a name that does not
+    resolve, which then fails to bind with the usual error."""
+    if not host or host == "*" or host.startswith("["):
+        return host
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    try:
+        if host in {name for _, name in socket.if_nameindex()}:
+            return host
+    except OSError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        return host
+    return infos[0][4][0] if infos else host
 
 
 def tcp_url(address):
@@ -573,12 +602,14 @@ class Transport:
         message goes to the handler at its head, its large tensors still arriving
         (codec.StreamAssembler). Raises BindError naming the address.
         """
-        local_port = (bind_address or address).rpartition(":")[2]
+        local_host, _, local_port = (bind_address or address).rpartition(":")
+        # Resolved here, not on the I/O thread: a name server may take a while to answer.
+        bind_host = _bind_host(local_host)
         deadline = time.monotonic() + RELEASE_WAIT_S
         while True:
             try:
                 return self._call(lambda: self._bind(address, handler, limits or codec.DEFAULT_LIMITS,
-                                                     bind_address, early))
+                                                     bind_address, early, bind_host))
             except _AddressInUseError:
                 # ZeroMQ closes a listener asynchronously: a port this transport just released
                 # may still be held for a moment. Any other port in use is an error at once.
@@ -909,7 +940,7 @@ class Transport:
         else:
             peer.pending.clear()
 
-    def _bind(self, address, handler, limits, bind_address, early=None):
+    def _bind(self, address, handler, limits, bind_address, early, bind_host):
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
             raise BindError("address %r must look like host:port" % address)
@@ -923,8 +954,8 @@ class Transport:
         if self.curve is not None:
             self.curve.apply_server(sock)
         local = bind_address or address
-        lhost, _, lport = local.rpartition(":")
-        url = "tcp://%s:%s" % (lhost, "*" if lport == "0" else lport)
+        lport = local.rpartition(":")[2]
+        url = "tcp://%s:%s" % (bind_host, "*" if lport == "0" else lport)
         try:
             sock.bind(url)
         except zmq.ZMQError as e:
