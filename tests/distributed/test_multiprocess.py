@@ -46,6 +46,31 @@ def test_placement_from_a_client_without_a_server():
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+def _has_ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_ipv6_loopback(), reason="this host has no IPv6 loopback (::1)")
+def test_an_ipv6_cluster_trains_like_a_local_run():
+    """A cluster spec of IPv6 addresses ('[::1]:2222', as TF1 takes them): the servers bind them,
+    peers and a client without a server connect to them."""
+    from tests.distributed.test_distributed_session import _train
+    local_losses, local_vars = _train("", [None, None, None])
+    with LocalCluster({"ps": 2, "worker": 1}, host="[::1]") as cluster:
+        assert cluster.target("worker", 0).startswith("zps://[::1]:")
+        devices = ["/job:ps/task:0", "/job:ps/task:1", "/job:worker/task:0"]
+        losses, dist_vars = _train(cluster.target("worker", 0), devices)
+        assert _status(cluster.address("ps", 1))["steps_served"] >= 1
+    np.testing.assert_allclose(losses, local_losses, rtol=1e-6)
+    for a, b in zip(dist_vars, local_vars):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def test_in_graph_replication_runs_each_tower_on_its_worker():
     rng = np.random.default_rng(1)
     x_val = rng.standard_normal((16, 4)).astype(np.float32)

@@ -117,6 +117,25 @@ def test_in_process_two_task_cluster_runs_across_tasks():
             s.stop()
 
 
+def test_an_ipv6_address_binds_only_itself_and_serves():
+    try:
+        port, = free_ports(1, "::1")
+    except OSError:
+        pytest.skip("this host has no IPv6 loopback (::1)")
+    server = tf.train.Server({"local": ["[::1]:%d" % port]})
+    try:
+        assert server.target == "zps://[::1]:%d" % port
+        with socket.socket(socket.AF_INET6) as s, pytest.raises(OSError):
+            s.bind(("::1", port))   # taken by the server
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))   # IPv4 is not bound: only the spec's address is
+        with tf.Graph().as_default():
+            with tf.Session(server.target) as sess:
+                assert sess.run(tf.constant(20.0) + 1.0) == 21.0
+    finally:
+        server.stop()
+
+
 def test_bind_address_serves_a_spec_naming_a_service():
     """In Kubernetes the spec names a service (not a local interface): bind another address."""
     port, = free_ports(1)

@@ -383,6 +383,7 @@ def test_a_host_name_binds_its_address_with_any_libzmq(transports, client):
     assert _bind_host("localhost") == "127.0.0.1"
     for kept in ("127.0.0.1", "0.0.0.0", "*", "[::1]", "no-such-host.invalid", ""):
         assert _bind_host(kept) == kept
+    assert _bind_host("::1") == "[::1]"   # an IPv6 address takes the brackets of a URL
     for _, nic in socket.if_nameindex():   # interface names are ZeroMQ's to resolve
         assert _bind_host(nic) == nic
     bound = transports().bind("localhost:0", echo_handler)

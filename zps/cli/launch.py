@@ -77,6 +77,8 @@ class Launcher:
         self.restart_backoff_secs = restart_backoff_secs
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        if ":" in host and not host.startswith("["):
+            host = "[%s]" % host   # an IPv6 address: bracketed in host:port (TF1's form)
         ports = iter(free_ports(num_ps + num_workers, host))
         self.cluster = {}
         if num_ps:

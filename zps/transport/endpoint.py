@@ -235,18 +235,18 @@ class _AddressInUseError(BindError):
 
 
 def _bind_host(host):
-    """``host`` as ZeroMQ binds it: a host name becomes its first IPv4 address.
+    """``host`` as ZeroMQ binds it: a host name becomes its first IPv4 address (its first IPv6
+    one, in brackets, if it has no IPv4 address); a bare IPv6 address gets its brackets.
 
     libzmq before 4.3.5 (bundled by pyzmq before 26, and still some systems' own) binds only IP
     addresses and interface names: ``localhost:2222``, the address of TF1's examples, failed with
     ENODEV. Newer libzmq resolves a name the same way (IPv4, the first address). Interface names
-    (``lo``, ``eth0``), ``*`` and IP addresses are left to ZeroMQ; so is a name that does not
-    resolve, which then fails to bind with the usual error."""
+    (``lo``, ``eth0``), ``*`` and bracketed IPv6 addresses are left to ZeroMQ; so is a name that
+    does not resolve, which then fails to bind with the usual error."""
     if not host or host == "*" or host.startswith("["):
         return host
     try:
-        ipaddress.ip_address(host)
-        return host
+        return "[%s]" % host if ipaddress.ip_address(host).version == 6 else host
     except ValueError:
         pass
     try:
@@ -254,11 +254,21 @@ def _bind_host(host):
             return host
     except OSError:
         pass
-    try:
-        infos = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        return host
-    return infos[0][4][0] if infos else host
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            infos = socket.getaddrinfo(host, None, family, socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError):
+            continue
+        if infos:
+            ip = infos[0][4][0]
+            return ip if family == socket.AF_INET else "[%s]" % ip
+    return host
+
+
+def _is_ipv6(url):
+    """Whether a ``tcp://host:port`` URL names a bracketed IPv6 address: ZeroMQ binds and connects
+    those only on sockets with ZMQ_IPV6 set (TF1's cluster specs may say ``[::1]:2222``)."""
+    return url.split("://", 1)[-1].startswith("[")
 
 
 def tcp_url(address):
@@ -535,7 +545,10 @@ def connect_dealer(ctx, curve, address, tag):
         monitor = sock.get_monitor_socket(
             zmq.EVENT_DISCONNECTED | _HANDSHAKE_FAILED,
             "inproc://zps-monitor-%x-%d" % (id(tag), next(_monitor_ids)))
-        sock.connect(tcp_url(address))
+        url = tcp_url(address)
+        if _is_ipv6(url):
+            sock.setsockopt(zmq.IPV6, 1)
+        sock.connect(url)
     except zmq.ZMQError as e:
         if monitor is not None:
             sock.disable_monitor()
@@ -956,6 +969,8 @@ class Transport:
         local = bind_address or address
         lport = local.rpartition(":")[2]
         url = "tcp://%s:%s" % (bind_host, "*" if lport == "0" else lport)
+        if _is_ipv6(url):
+            sock.setsockopt(zmq.IPV6, 1)
         try:
             sock.bind(url)
         except zmq.ZMQError as e:
