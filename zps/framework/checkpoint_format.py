@@ -54,7 +54,7 @@ import tempfile
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
-from zps.framework import errors
+from zps.framework import errors, tf_bundle
 
 FORMAT = "zps-checkpoint"
 VERSION = 1
@@ -402,7 +402,8 @@ def _check_shape(shape, path, key):
 
 
 class CheckpointReader:
-    """Reads checkpoint ``prefix`` through its index (TF1's ``NewCheckpointReader``).
+    """Reads checkpoint ``prefix`` through its index (TF1's ``NewCheckpointReader``): zps's own
+    format, or a checkpoint TensorFlow wrote (``tf_bundle``).
 
     ``get_tensor(name)``, ``has_tensor(name)``, ``get_variable_to_shape_map()``,
     ``get_variable_to_dtype_map()``, ``debug_string()``.
@@ -422,14 +423,22 @@ class CheckpointReader:
                 None, None, "Unsuccessful TensorSliceReader constructor: Failed to find any "
                 "matching files for %s (no %s): is the checkpoint path right?" % (prefix, path)) \
                 from None
-        self._shards, self._tensors = _parse_index(raw, path)
+        if tf_bundle.is_bundle_index(raw):   # a checkpoint TensorFlow wrote
+            self._shards, self._tensors = tf_bundle.parse_index(raw, prefix)
+        else:
+            self._shards, self._tensors = _parse_index(raw, path)
         self._open = {}
 
     def _shard(self, i):
         f = self._open.get(i)
         if f is None:
-            f = self._open[i] = SafetensorsFile(
-                os.path.join(os.path.dirname(self.prefix), self._shards[i]))
+            shard = self._shards[i]
+            if isinstance(shard, tuple):   # a TensorFlow data file and its entries
+                f = tf_bundle.BundleShard(os.path.join(os.path.dirname(self.prefix), shard[0]),
+                                          shard[1])
+            else:
+                f = SafetensorsFile(os.path.join(os.path.dirname(self.prefix), shard))
+            self._open[i] = f
         return f
 
     def has_tensor(self, name):
@@ -438,7 +447,19 @@ class CheckpointReader:
     def get_variable_to_shape_map(self):
         return {k: list(v["shape"]) for k, v in self._tensors.items()}
 
+    def saved_dtype(self, name):
+        """The dtype name ``name`` was saved with (``"tf:complex64"`` & co for TensorFlow dtypes
+        zps lacks), or None if the checkpoint does not hold it."""
+        info = self._tensors.get(name)
+        return None if info is None else info["dtype"]
+
     def get_variable_to_dtype_map(self):
+        unknown = sorted(k for k, v in self._tensors.items() if v["dtype"] not in _INDEX_DTYPES)
+        if unknown:   # TensorFlow dtypes zps lacks (complex, bfloat16, ...)
+            raise errors.UnimplementedError(None, None, "Checkpoint %s holds tensors of dtypes zps "
+                                            "does not have: %s" % (self.prefix, ", ".join(
+                                                "%s (%s)" % (k, self._tensors[k]["dtype"][3:])
+                                                for k in unknown)))
         return {k: _dtypes.as_dtype(v["dtype"]) for k, v in self._tensors.items()}
 
     def get_tensor(self, name):

@@ -297,11 +297,11 @@ def _restore_slice_kernel(ctx, prefix, tensor_name, start, shape, dt):
     path = path.decode("utf-8") if isinstance(path, bytes) else str(path)
     try:
         reader = checkpoint_format.CheckpointReader(path)
-        saved = reader.get_variable_to_dtype_map().get(tensor_name)
-        if saved is not None and saved != dt:
+        saved = reader.saved_dtype(tensor_name)
+        if saved is not None and saved != dt.name:
             raise errors.InvalidArgumentError(
                 None, None, "tensor_name = %s; expected dtype %s does not equal original dtype %s "
-                "in checkpoint %s" % (tensor_name, dt.name, saved.name, path))
+                "in checkpoint %s" % (tensor_name, dt.name, saved.removeprefix("tf:"), path))
         value = reader.get_slice(tensor_name, list(start), list(shape))
     except FileNotFoundError as e:
         raise errors.NotFoundError(None, None, "Reading checkpoint %s failed: %s" % (path, e)) \

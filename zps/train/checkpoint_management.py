@@ -280,6 +280,97 @@ def list_variables(ckpt_dir_or_file):
     return [(name, shapes[name]) for name in sorted(shapes)]
 
 
+def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
+    """TF1's ``tf.train.init_from_checkpoint``: variables' initializers load their values from a
+    checkpoint (zps's, or one TensorFlow saved) instead of computing their initial values, so
+    ``global_variables_initializer()`` warm-starts them. ``assignment_map`` maps checkpoint names
+    to the variables of the default graph's variable store:
+
+    - ``"ckpt_scope/": "scope/"``: every variable under ``scope/`` from the tensor of the same
+      name under ``ckpt_scope/`` (``"/"`` stands for the root on either side);
+    - ``"ckpt_scope/name": "scope/var"``, a Variable, or the list of a partitioned variable's
+      parts: that variable (a partitioned one read slice by slice, however it was saved).
+
+    Every name is checked now: a tensor the checkpoint lacks, or one of another shape, is a
+    ValueError; a dtype mismatch fails the initializer when it runs.
+    """
+    from zps.ops import variable_scope
+    prefix = _checkpoint_prefix(ckpt_dir_or_file)
+    shapes = NewCheckpointReader(prefix).get_variable_to_shape_map()
+    store = variable_scope._get_default_variable_store()._vars
+    for ckpt_name, current in sorted(assignment_map.items(), key=lambda kv: kv[0]):
+        var = _assigned_variables(current, store)
+        if var is not None:
+            _init_variables(prefix, ckpt_name, var, shapes, ckpt_dir_or_file)
+            continue
+        if not isinstance(current, str):
+            raise TypeError("init_from_checkpoint: %r maps to %r, neither a variable, a list of "
+                            "one's parts nor a name" % (ckpt_name, current))
+        scope = current[:current.rindex("/")] if "/" in current else ""
+        if not ckpt_name.endswith("/"):
+            raise ValueError("Assignment map with scope only name %s should map to scope only %s. "
+                             "Should be 'scope/': 'other_scope/'." % (scope, ckpt_name))
+        names = sorted({name.split("/part_")[0] for name in store
+                        if not scope or name.startswith(scope + "/")})
+        if not names:
+            raise ValueError("init_from_checkpoint: no variable of the default graph is under %r "
+                             "(from %r)" % (current, ckpt_name))
+        for name in names:
+            full = name[len(scope):]
+            if current != "/":
+                full = full[1:]
+            if ckpt_name != "/":
+                full = ckpt_name + full
+            if full not in shapes:
+                raise ValueError("Tensor %s (%s in %s) is not found in %s checkpoint"
+                                 % (full, name[len(scope) + 1:], ckpt_name, ckpt_dir_or_file))
+            _init_variables(prefix, full, _assigned_variables(name, store), shapes,
+                            ckpt_dir_or_file)
+
+
+def _assigned_variables(current, store):
+    """A Variable, or the sorted parts of a partitioned one, that ``current`` names; else None."""
+    from zps.ops.variables import Variable
+    if isinstance(current, Variable):
+        return current
+    if isinstance(current, list | tuple) and current and all(
+            isinstance(v, Variable) for v in current):
+        return list(current)
+    if not isinstance(current, str):
+        return None
+    if current in store:
+        return store[current]
+    parts = [v for name, v in store.items() if re.fullmatch(re.escape(current) + r"/part_\d+", name)]
+    return sorted(parts, key=lambda v: v._get_save_slice_info().var_offset) or None
+
+
+def _init_variables(prefix, ckpt_name, var, shapes, where):
+    from zps.ops import state_ops
+    from zps.ops.partitioned_variables import restore_slice
+    saved = shapes.get(ckpt_name)
+    if saved is None:
+        raise ValueError("Tensor %s is not found in %s checkpoint (it has: %s)"
+                         % (ckpt_name, where, ", ".join(sorted(shapes)[:10])))
+    for v in var if isinstance(var, list) else [var]:
+        info = v._get_save_slice_info() if isinstance(var, list) else None
+        if info is None and isinstance(var, list):
+            raise ValueError("init_from_checkpoint: %s is in a list but is not a part of a "
+                             "partitioned variable" % v.name)
+        full = info.full_shape if info is not None else v.get_shape().as_list()
+        if len(full) != len(saved) or any(d is not None and d != s for d, s in zip(full, saved)):
+            raise ValueError("Shape of variable %s (%s) doesn't match with shape of tensor %s (%s) "
+                             "from checkpoint reader." % (v.name, full, ckpt_name, saved))
+        start = info.var_offset if info is not None else [0] * len(saved)
+        shape = info.var_shape if info is not None else saved
+        # The initializer becomes an assign of the restored value, both where the variable lives
+        # (a ps reads the checkpoint from its own file system, as in TF1).
+        with v.graph.control_dependencies(None), v.graph.colocate_with(v.op):
+            value = restore_slice(prefix, ckpt_name, start, shape, v.dtype.base_dtype,
+                                  name="checkpoint_initializer")
+            v._initializer_op = state_ops.assign(v._variable, value).op
+        v._initial_value = value
+
+
 __all__ = [
     "CheckpointState",
     "generate_checkpoint_state_proto",
@@ -294,4 +385,5 @@ __all__ = [
     "load_checkpoint",
     "load_variable",
     "list_variables",
+    "init_from_checkpoint",
 ]
