@@ -42,6 +42,19 @@ GRAD_CASES = [
     GradCase("Log", tf.log, [_pos(2, 3)]),
     GradCase("Log1p", tf.log1p, [_pos(3)]),
     GradCase("Tanh", tf.tanh, [_r(2, 3)]),
+    GradCase("Sin", tf.sin, [_r(2, 3)]),
+    GradCase("Sin", _second_derivative(tf.sin), [_r(3)], name="Sin_2nd"),
+    GradCase("Cos", tf.cos, [_r(2, 3)]),
+    GradCase("Tan", tf.tan, [R.uniform(-1.2, 1.2, (2, 3))]),
+    GradCase("Asin", tf.asin, [R.uniform(-0.8, 0.8, (2, 3))]),
+    GradCase("Acos", tf.acos, [R.uniform(-0.8, 0.8, (2, 3))]),
+    GradCase("Atan", tf.atan, [_r(2, 3)]),
+    GradCase("Sinh", tf.sinh, [_r(2, 3)]),
+    GradCase("Cosh", tf.cosh, [_r(2, 3)]),
+    GradCase("Expm1", tf.expm1, [_r(2, 3)]),
+    GradCase("Erfc", tf.erfc, [_r(2, 3)]),
+    GradCase("Atan2", tf.atan2, [_r(2, 3), _nonzero(3)]),   # broadcasting x
+    GradCase("Atan2", tf.atan2, [_nonzero(2, 1), _r(2, 3)], name="Atan2_broadcast_y"),
     GradCase("Tanh", _second_derivative(tf.tanh), [_r(3)], name="Tanh_2nd"),
     GradCase("Sigmoid", tf.sigmoid, [3 * _r(2, 3)]),
     GradCase("Sigmoid", _second_derivative(tf.sigmoid), [_r(3)], name="Sigmoid_2nd"),
@@ -85,7 +98,10 @@ UNARY = [
     (tf.exp, np.exp, X), (tf.log, np.log, P), (tf.log1p, np.log1p, X + 3), (tf.tanh, np.tanh, X),
     (tf.sigmoid, lambda v: 1 / (1 + np.exp(-v)), X), (tf.reciprocal, np.reciprocal, P),
     (tf.floor, np.floor, X), (tf.ceil, np.ceil, X), (tf.round, np.round, X),
-    (tf.erf, np.vectorize(math.erf), X),
+    (tf.erf, np.vectorize(math.erf), X), (tf.erfc, np.vectorize(math.erfc), X),
+    (tf.expm1, np.expm1, X), (tf.sin, np.sin, X), (tf.cos, np.cos, X), (tf.tan, np.tan, X),
+    (tf.asin, np.arcsin, X / 4), (tf.acos, np.arccos, X / 4), (tf.atan, np.arctan, X),
+    (tf.sinh, np.sinh, X), (tf.cosh, np.cosh, X),
     (tf.abs, np.abs, np.array([-3, 0, 4], np.int32)), (tf.sign, np.sign, np.array([-3, 0, 4], np.int64)),
     (tf.square, np.square, np.array([-3, 4], np.int32)),
 ]
@@ -131,7 +147,20 @@ def test_is_finite_nan_inf():
                                          [False, True, True, False]]
 
 
-@pytest.mark.parametrize("fn", [tf.sqrt, tf.exp, tf.log, tf.sigmoid, tf.tanh, tf.floor, tf.erf])
+def test_atan2_takes_y_first_broadcasts_and_covers_every_quadrant():
+    y = np.array([1.0, 1.0, -1.0, -1.0, 0.0], np.float32)
+    x = np.array([1.0, -1.0, -1.0, 1.0, -2.0], np.float32)
+    with tf.Graph().as_default():
+        out, row = _run([tf.atan2(tf.constant(y), tf.constant(x)),
+                         tf.atan2(tf.constant([[1.0], [-1.0]]), tf.constant([2.0, -2.0]))])
+    np.testing.assert_allclose(out, np.arctan2(y, x), rtol=1e-6)
+    np.testing.assert_allclose(row, np.arctan2([[1.0], [-1.0]], [2.0, -2.0]), rtol=1e-6)
+    with tf.Graph().as_default(), pytest.raises(TypeError, match="parameter 'y' of Atan2"):
+        tf.atan2(tf.constant([1, 2]), tf.constant([1, 2]))
+
+
+@pytest.mark.parametrize("fn", [tf.sqrt, tf.exp, tf.log, tf.sigmoid, tf.tanh, tf.floor, tf.erf,
+                                tf.sin, tf.cos, tf.atan, tf.expm1, tf.erfc])
 def test_float_only_unary_rejects_ints_naming_op_and_dtype(fn):
     with tf.Graph().as_default():
         with pytest.raises(TypeError, match=r"DataType int32 not in list of allowed values"):

@@ -352,7 +352,13 @@ def _erf(ctx, x):
     return special.erf(x).astype(x.dtype, copy=False)
 
 
+def _erfc(ctx, x):
+    from cupyx.scipy import special
+    return special.erfc(x).astype(x.dtype, copy=False)
+
+
 _register("Erf", _erf)
+_register("Erfc", _erfc)
 
 
 def _const(ctx, value, dtype):

@@ -449,6 +449,107 @@ def erf(x, name=None):
     return _unary("Erf", x, name, floats_only=True)
 
 
+_erfc_ufunc = np.frompyfunc(math.erfc, 1, 1)
+
+register_op("Erfc", shape=same_shape,
+            kernels={"numpy": lambda ctx, x: np.asarray(_erfc_ufunc(x), dtype=x.dtype)},
+            grad=lambda op, g: [g * (-2.0 / math.sqrt(math.pi)) * exp(-square(op.inputs[0]))])
+
+
+def erfc(x, name=None):
+    """``1 - erf(x)`` elementwise, accurate where erf(x) is close to 1."""
+    return _unary("Erfc", x, name, floats_only=True)
+
+
+register_op("Expm1", shape=same_shape, kernel=lambda ctx, x: ctx.xp.expm1(x),
+            grad=lambda op, g: [g * exp(op.inputs[0])])
+
+
+def expm1(x, name=None):
+    """``exp(x) - 1`` elementwise, accurate for small ``x``."""
+    return _unary("Expm1", x, name, floats_only=True)
+
+
+# Trigonometric and hyperbolic functions: numpy's ufuncs, TF1's gradients.
+register_op("Sin", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sin(x),
+            grad=lambda op, g: [g * cos(op.inputs[0])])
+register_op("Cos", shape=same_shape, kernel=lambda ctx, x: ctx.xp.cos(x),
+            grad=lambda op, g: [-g * sin(op.inputs[0])])
+register_op("Tan", shape=same_shape, kernel=lambda ctx, x: ctx.xp.tan(x),
+            grad=lambda op, g: [g * (1.0 + square(op.outputs[0]))])
+register_op("Asin", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arcsin(x),
+            grad=lambda op, g: [g * rsqrt(1.0 - square(op.inputs[0]))])
+register_op("Acos", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arccos(x),
+            grad=lambda op, g: [-g * rsqrt(1.0 - square(op.inputs[0]))])
+register_op("Atan", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arctan(x),
+            grad=lambda op, g: [g / (1.0 + square(op.inputs[0]))])
+register_op("Sinh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sinh(x),
+            grad=lambda op, g: [g * cosh(op.inputs[0])])
+register_op("Cosh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.cosh(x),
+            grad=lambda op, g: [g * sinh(op.inputs[0])])
+
+
+def sin(x, name=None):
+    """The sine of each element (radians)."""
+    return _unary("Sin", x, name, floats_only=True)
+
+
+def cos(x, name=None):
+    """The cosine of each element (radians)."""
+    return _unary("Cos", x, name, floats_only=True)
+
+
+def tan(x, name=None):
+    """The tangent of each element (radians)."""
+    return _unary("Tan", x, name, floats_only=True)
+
+
+def asin(x, name=None):
+    """The arcsine of each element, in [-pi/2, pi/2] (nan outside [-1, 1])."""
+    return _unary("Asin", x, name, floats_only=True)
+
+
+def acos(x, name=None):
+    """The arccosine of each element, in [0, pi] (nan outside [-1, 1])."""
+    return _unary("Acos", x, name, floats_only=True)
+
+
+def atan(x, name=None):
+    """The arctangent of each element, in (-pi/2, pi/2)."""
+    return _unary("Atan", x, name, floats_only=True)
+
+
+def sinh(x, name=None):
+    """The hyperbolic sine of each element."""
+    return _unary("Sinh", x, name, floats_only=True)
+
+
+def cosh(x, name=None):
+    """The hyperbolic cosine of each element."""
+    return _unary("Cosh", x, name, floats_only=True)
+
+
+def _atan2_grad(op, g):
+    y, x = op.inputs
+    denom = square(x) + square(y)
+    return [g * x / denom, -g * y / denom]
+
+
+register_op("Atan2", shape=broadcast_shape, broadcast=True,
+            kernel=lambda ctx, y, x: ctx.xp.arctan2(y, x), grad=_atan2_grad)
+
+
+def atan2(y, x, name=None):
+    """The angle of the point ``(x, y)``, in [-pi, pi], elementwise (broadcasting); note the
+    argument order, ``y`` first (TF1's, numpy's)."""
+    y, x = to_tensors(y, x)
+    if not y.dtype.is_floating:
+        raise TypeError("Value passed to parameter 'y' of Atan2 has DataType %s not in list of "
+                        "allowed values: %s (%s). Cast it first, e.g. tf.cast(y, tf.float32)."
+                        % (y.dtype.name, _FLOATS, y.name))
+    return _binary("Atan2", y, x, name)
+
+
 register_op("IsFinite", dtype=bool_dtype, shape=same_shape,
             kernel=lambda ctx, x: ctx.xp.isfinite(x), grad=None)
 register_op("IsNan", dtype=bool_dtype, shape=same_shape,
@@ -931,6 +1032,17 @@ def _install_operators():
 _install_operators()
 
 __all__ = [
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "expm1",
+    "erfc",
     "cast",
     "to_float",
     "to_double",

@@ -690,11 +690,18 @@ def _scatter(np_ufunc, deprecated=None):
     return scatter
 
 
-def _erf(x):
-    dev = _current()
-    a = _unwrap(x, dev)
-    out = _np.frompyfunc(math.erf, 1, 1)(a).astype(a.dtype if a.dtype.kind == "f" else _np.float64)
-    return _wrap(_np.asarray(out), dev)
+def _special(fn):
+    # cupyx.scipy.special's functions: elementwise, float dtypes kept, ints computed in float64.
+    def f(x):
+        dev = _current()
+        a = _unwrap(x, dev)
+        out = _np.frompyfunc(fn, 1, 1)(a).astype(a.dtype if a.dtype.kind == "f" else _np.float64)
+        return _wrap(_np.asarray(out), dev)
+    return f
+
+
+_erf = _special(math.erf)
+_erfc = _special(math.erfc)
 
 
 def _build_modules():
@@ -729,6 +736,7 @@ def _build_modules():
     scipy = types.ModuleType("cupyx.scipy")
     special = types.ModuleType("cupyx.scipy.special")
     special.erf = _erf
+    special.erfc = _erfc
     scipy.special = special
     cupyx.scipy = scipy
     return {"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.linalg":
