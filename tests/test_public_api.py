@@ -69,7 +69,7 @@ EXPECTED = {
     "zps.train": [
         "AdagradOptimizer", "AdamOptimizer", "CheckpointSaverHook", "CheckpointSaverListener",
         "CheckpointState", "ChiefSessionCreator", "ClusterSpec", "Coordinator", "FeedFnHook",
-        "FinalOpsHook", "GlobalStepWaiterHook", "GradientDescentOptimizer",
+        "FinalOpsHook", "FtrlOptimizer", "GlobalStepWaiterHook", "GradientDescentOptimizer",
         "GreedyLoadBalancingStrategy", "LoggingTensorHook", "LooperThread", "MomentumOptimizer",
         "MonitoredSession", "MonitoredTrainingSession", "NanLossDuringTrainingError",
         "NanTensorHook", "NewCheckpointReader", "Optimizer", "ProfilerHook", "QueueRunner",

@@ -53,6 +53,16 @@ def ref_centered_rms_prop(w, mg, ms, mom, g, lr, rho, momentum, epsilon):
     return [w - mom, mg, ms, mom]
 
 
+def ref_ftrl(w, accum, linear, g, lr, l1, l2, lr_power, l2_shrinkage=0.0):
+    """TF1's ApplyFtrl(V2) in float64, written as its kernel is (a select, not a clip)."""
+    new_accum = accum + g * g
+    linear = linear + g + 2 * l2_shrinkage * w - (
+        new_accum ** -lr_power - accum ** -lr_power) / lr * w
+    quadratic = new_accum ** -lr_power / lr + 2 * l2
+    w = np.where(np.abs(linear) > l1, (l1 * np.sign(linear) - linear) / quadratic, 0.0)
+    return [w, new_accum, linear]
+
+
 def dedup(indices, rows):
     """TF1's _deduplicate_indexed_slices: unique indices, rows of duplicates summed."""
     unique, inverse = np.unique(indices, return_inverse=True)
@@ -107,10 +117,15 @@ def f32(*shape):
 TOL = dict(rtol=2e-5, atol=2e-6)
 
 
-def _assert_all_close(actual, expected):
+# FTRL's linear slot sums terms of the variable's size that mostly cancel: float32 rounding
+# leaves a few ulps of those terms (~3e-6 absolute over 200,001 coordinates) against float64.
+FTRL_TOL = dict(rtol=2e-5, atol=1e-5)
+
+
+def _assert_all_close(actual, expected, case=""):
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected):
-        np.testing.assert_allclose(a, e, **TOL)
+        np.testing.assert_allclose(a, e, **(FTRL_TOL if "Ftrl" in case else TOL))
 
 
 # -- dense updates, two steps each -----------------------------------------------------------------
@@ -139,6 +154,13 @@ DENSE_CASES = {
     "ApplyRMSProp": (
         2, lambda v, p: ops.apply_rms_prop(v[0], v[1], v[2], 0.01, 0.9, 0.5, 1e-10, p["g"]),
         lambda a, g, t: ref_rms_prop(*a, g, lr=0.01, rho=0.9, momentum=0.5, epsilon=1e-10)),
+    "ApplyFtrl": (
+        2, lambda v, p: ops.apply_ftrl(v[0], v[1], v[2], p["g"], 0.1, 0.05, 0.2, -0.5),
+        lambda a, g, t: ref_ftrl(*a, g, lr=0.1, l1=0.05, l2=0.2, lr_power=-0.5)),
+    "ApplyFtrlV2": (
+        2, lambda v, p: ops.apply_ftrl(v[0], v[1], v[2], p["g"], 0.1, 0.05, 0.2, -0.7,
+                                     l2_shrinkage=0.3),
+        lambda a, g, t: ref_ftrl(*a, g, lr=0.1, l1=0.05, l2=0.2, lr_power=-0.7, l2_shrinkage=0.3)),
     "ApplyCenteredRMSProp": (
         3, lambda v, p: ops.apply_centered_rms_prop(v[0], v[1], v[2], v[3], 0.01, 0.9, 0.5, 1e-3,
                                                   p["g"]),
@@ -147,7 +169,8 @@ DENSE_CASES = {
 
 
 # Slots that hold second moments start positive (as their optimizers start them).
-_POSITIVE_SLOT = {"ApplyAdagrad": 0, "ApplyAdam": 1, "ApplyRMSProp": 0, "ApplyCenteredRMSProp": 1}
+_POSITIVE_SLOT = {"ApplyAdagrad": 0, "ApplyAdam": 1, "ApplyRMSProp": 0, "ApplyCenteredRMSProp": 1,
+                  "ApplyFtrl": 0, "ApplyFtrlV2": 0}
 
 
 def _initial_arrays(op_type, num_slots, shape):
@@ -172,8 +195,8 @@ def test_dense_update_matches_tf1_formula(case, shape):
     expected = [a.astype(np.float64) for a in arrays]
     for t, g in enumerate(grads, 1):
         expected = ref(expected, g.astype(np.float64), t)
-        _assert_all_close(history[t - 1], expected)
-        np.testing.assert_allclose(outputs[t - 1], expected[0], **TOL)  # the op outputs var
+        _assert_all_close(history[t - 1], expected, case)
+        _assert_all_close([outputs[t - 1]], expected[:1], case)   # the op outputs var
 
 
 # -- sparse updates (duplicate indices summed first) ----------------------------------------------
@@ -202,6 +225,15 @@ SPARSE_CASES = {
                                                 p["i"]),
         lambda a, i, g, t: ref_sparse(ref_rms_prop, a, i, g, lr=0.01, rho=0.9, momentum=0.5,
                                       epsilon=1e-10)),
+    "SparseApplyFtrl": (
+        2, lambda v, p: ops.sparse_apply_ftrl(v[0], v[1], v[2], p["g"], p["i"], 0.1, 0.05, 0.2,
+                                            -0.5),
+        lambda a, i, g, t: ref_sparse(ref_ftrl, a, i, g, lr=0.1, l1=0.05, l2=0.2, lr_power=-0.5)),
+    "SparseApplyFtrlV2": (
+        2, lambda v, p: ops.sparse_apply_ftrl(v[0], v[1], v[2], p["g"], p["i"], 0.1, 0.05, 0.2,
+                                            -0.7, l2_shrinkage=0.3),
+        lambda a, i, g, t: ref_sparse(ref_ftrl, a, i, g, lr=0.1, l1=0.05, l2=0.2, lr_power=-0.7,
+                                      l2_shrinkage=0.3)),
     "SparseApplyCenteredRMSProp": (
         3, lambda v, p: ops.sparse_apply_centered_rms_prop(v[0], v[1], v[2], v[3], 0.01, 0.9, 0.5,
                                                          1e-3, p["g"], p["i"]),
@@ -222,7 +254,7 @@ def _check_sparse_steps(case, shape, indices, grads):
     expected = [a.astype(np.float64) for a in arrays]
     for t, (i, g) in enumerate(zip(indices, grads), 1):
         expected = ref(expected, i, g.astype(np.float64), t)
-        _assert_all_close(history[t - 1], expected)
+        _assert_all_close(history[t - 1], expected, case)
     return arrays, history[-1]
 
 

@@ -343,7 +343,9 @@ def test_scatter_updates_on_a_gpu_variable(monkeypatch, ufunc_at):
     lambda: tf.train.AdamOptimizer(0.05),
     lambda: tf.train.AdagradOptimizer(0.1),
     lambda: tf.train.RMSPropOptimizer(0.05, centered=True),
-], ids=["sgd", "momentum", "adam", "adagrad", "rmsprop"])
+    lambda: tf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01,
+                                   l2_shrinkage_regularization_strength=0.1),
+], ids=["sgd", "momentum", "adam", "adagrad", "rmsprop", "ftrl"])
 def test_optimizers_update_gpu_variables_like_cpu_ones(gpus, make_opt):
     def train(device):
         with tf.Graph().as_default():

@@ -11,6 +11,7 @@ from tests.ops.test_training_ops import (
     ref_adagrad,
     ref_adam,
     ref_centered_rms_prop,
+    ref_ftrl,
     ref_gradient_descent,
     ref_momentum,
     ref_rms_prop,
@@ -53,6 +54,17 @@ OPTIMIZERS = {
     "RMSProp": (lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5),
                 [("rms", 1.0), ("momentum", 0.0)],
                 _dense_or_sparse(ref_rms_prop, lr=0.01, rho=0.9, momentum=0.5, epsilon=1e-10)),
+    "Ftrl": (lambda: tf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01,
+                                            l2_regularization_strength=0.05),
+             [("accum", 0.1), ("linear", 0.0)],
+             _dense_or_sparse(ref_ftrl, lr=0.1, l1=0.01, l2=0.05, lr_power=-0.5)),
+    "FtrlShrinkage": (lambda: tf.train.FtrlOptimizer(0.1, learning_rate_power=-0.6,
+                                                     initial_accumulator_value=0.3,
+                                                     l1_regularization_strength=0.02,
+                                                     l2_shrinkage_regularization_strength=0.1),
+                      [("accum", 0.3), ("linear", 0.0)],
+                      _dense_or_sparse(ref_ftrl, lr=0.1, l1=0.02, l2=0.0, lr_power=-0.6,
+                                       l2_shrinkage=0.1)),
     "RMSPropCentered": (lambda: tf.train.RMSPropOptimizer(0.01, decay=0.8, momentum=0.5,
                                                           epsilon=1e-3, centered=True),
                         [("mg", 0.0), ("rms", 1.0), ("momentum", 0.0)],
@@ -114,6 +126,7 @@ def test_two_steps_match_tf1_formulas(name, sparse):
     ("Adam", {"m": "w/Adam", "v": "w/Adam_1"}),
     ("RMSProp", {"rms": "w/RMSProp", "momentum": "w/RMSProp_1"}),
     ("RMSPropCentered", {"rms": "w/RMSProp", "mg": "w/RMSProp_1", "momentum": "w/RMSProp_2"}),
+    ("Ftrl", {"accum": "w/Ftrl", "linear": "w/Ftrl_1"}),
 ])
 def test_slot_names_collections_and_colocation(name, slot_var_names):
     with tf.Graph().as_default():
@@ -308,6 +321,50 @@ def test_errors_say_what_is_wrong():
         tf.train.AdagradOptimizer(0.1, initial_accumulator_value=0.0)
     with pytest.raises(ValueError, match="Must specify the optimizer name"):
         tf.train.GradientDescentOptimizer(0.1, name="")
+    for kwargs, message in ((dict(learning_rate_power=0.5), "learning_rate_power 0.5"),
+                            (dict(initial_accumulator_value=-1.0), "initial_accumulator_value"),
+                            (dict(l1_regularization_strength=-0.1), "l1_regularization_strength"),
+                            (dict(l2_shrinkage_regularization_strength=-1.0), "l2_shrinkage")):
+        with pytest.raises(ValueError, match=message):
+            tf.train.FtrlOptimizer(0.1, **kwargs)
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0], name="w")
+        lr = tf.placeholder(tf.float32, [])
+        train = tf.train.FtrlOptimizer(lr).minimize(tf.reduce_sum(w * w))
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                                 match="lr must be positive, got -0.1"):
+            sess.run(tf.global_variables_initializer())
+            sess.run(train, {lr: -0.1})
+
+
+def test_ftrl_matches_tensorflow_step_for_step():
+    # 50 steps of FtrlOptimizer(0.1, ...) on a dense variable and, through a gather with a
+    # repeated id, the rows of another; the numbers TensorFlow 2.21's tf.compat.v1 printed for
+    # the same program.
+    tf_values = {
+        "l1_l2": ([2.0192437, -0.727383, 1.1669793, 3.5803535],
+                  [0.859282, 0.90114385, 0.2, 0.3, 0.4, 0.5, 0.9986074, 0.99960804, 0.8, 0.9,
+                   0.854686, 0.90796775]),
+        "beta": ([1.9417293, -0.6877884, 1.1475811, 3.3923004],
+                 [0.8322793, 0.8711329, 0.2, 0.3, 0.4, 0.5, 0.992085, 0.99412084, 0.8, 0.9,
+                  0.8273206, 0.86120915]),
+    }
+    kwargs = {"l1_l2": dict(l1_regularization_strength=0.01, l2_regularization_strength=0.1),
+              "beta": dict(beta=0.3, l2_regularization_strength=0.05)}
+    for case, (w_tf, emb_tf) in tf_values.items():
+        with tf.Graph().as_default():
+            w = tf.Variable([1.0, -2.0, 0.01, 5.0], name="w")
+            emb = tf.Variable(np.arange(12, dtype=np.float32).reshape(6, 2) / 10, name="emb")
+            rows = tf.gather(emb, [0, 3, 3, 5])
+            loss = tf.reduce_sum(tf.square(w - 3.0)) + tf.reduce_sum(tf.square(rows - 1.0))
+            step = tf.train.FtrlOptimizer(0.1, **kwargs[case]).minimize(loss)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(50):
+                    sess.run(step)
+                np.testing.assert_allclose(sess.run(w), w_tf, rtol=2e-6, err_msg=case)
+                np.testing.assert_allclose(sess.run(emb).ravel(), emb_tf, rtol=2e-6,
+                                           err_msg=case)
 
 
 def test_optimizer_is_reusable_and_slots_are_created_once():
@@ -339,6 +396,7 @@ MLP_OPTIMIZERS = {
     "Adam": lambda: tf.train.AdamOptimizer(0.05),
     "RMSProp": lambda: tf.train.RMSPropOptimizer(0.01),
     "RMSPropCentered": lambda: tf.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True),
+    "Ftrl": lambda: tf.train.FtrlOptimizer(0.5, l2_regularization_strength=0.001),
 }
 
 

@@ -407,6 +407,102 @@ def sparse_apply_adagrad(var, accum, lr, grad, indices, use_locking=False, updat
                   name, use_locking=bool(use_locking), update_slots=bool(update_slots))
 
 
+# -- FTRL-Proximal (McMahan et al. 2013; TF1's ApplyFtrl / ApplyFtrlV2) --------------------------
+# accum_new = accum + g^2; linear += g + 2 * l2_shrinkage * var
+#                                     - (accum_new^-p - accum^-p) / lr * var;
+# var = (clip(linear, -l1, l1) - linear) / (accum_new^-p / lr + 2 * l2): 0 where |linear| <= l1.
+def _ftrl_update(xp, tmp, tmp2, w, accum, linear, g, lr, l1, l2, l2_shrinkage, lr_power):
+    def root(a, out):   # accum^-lr_power
+        return xp.sqrt(a, out=out) if lr_power == -0.5 else xp.power(a, -lr_power, out=out)
+    root(accum, tmp)
+    xp.multiply(g, g, out=tmp2)
+    accum += tmp2
+    root(accum, tmp2)
+    xp.subtract(tmp2, tmp, out=tmp)
+    tmp /= lr
+    tmp *= w
+    linear += g
+    linear -= tmp
+    if l2_shrinkage:
+        xp.multiply(w, 2 * l2_shrinkage, out=tmp)
+        linear += tmp
+    tmp2 /= lr
+    tmp2 += 2 * l2
+    xp.clip(linear, -l1, l1, out=tmp)
+    tmp -= linear
+    xp.divide(tmp, tmp2, out=w)
+
+
+def _ftrl_params(lr, l1, l2, l2_shrinkage, lr_power):
+    _check_scalars(lr=lr, l1=l1, l2=l2, l2_shrinkage=l2_shrinkage, lr_power=lr_power)
+    for name, value, ok in (("lr", lr, lr > 0), ("l1", l1, l1 >= 0), ("l2", l2, l2 >= 0),
+                            ("l2_shrinkage", l2_shrinkage, l2_shrinkage >= 0),
+                            ("lr_power", lr_power, lr_power <= 0)):
+        if not ok:
+            raise errors.InvalidArgumentError(
+                None, None, "%s must be %s, got %s" % (
+                    name, "positive" if name == "lr" else "non-positive" if name == "lr_power"
+                    else "non-negative", value))
+    return lr, l1, l2, l2_shrinkage, float(lr_power)
+
+
+def _apply_ftrl_kernel(ctx, var, accum, linear, grad, lr, l1, l2, lr_power, use_locking):
+    return _apply_ftrl_v2_kernel(ctx, var, accum, linear, grad, lr, l1, l2, l2.dtype.type(0),
+                                 lr_power, use_locking)
+
+
+def _apply_ftrl_v2_kernel(ctx, var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power,
+                          use_locking):
+    return _apply_dense(ctx, (var, accum, linear), grad, use_locking, _ftrl_update,
+                        *_ftrl_params(lr, l1, l2, l2_shrinkage, lr_power))
+
+
+def _sparse_apply_ftrl_kernel(ctx, var, accum, linear, grad, indices, lr, l1, l2, lr_power,
+                              use_locking):
+    return _sparse_apply_ftrl_v2_kernel(ctx, var, accum, linear, grad, indices, lr, l1, l2,
+                                        l2.dtype.type(0), lr_power, use_locking)
+
+
+def _sparse_apply_ftrl_v2_kernel(ctx, var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage,
+                                 lr_power, use_locking):
+    return _apply_sparse(ctx, (var, accum, linear), grad, indices, use_locking, _ftrl_update,
+                         *_ftrl_params(lr, l1, l2, l2_shrinkage, lr_power))
+
+
+_register("ApplyFtrl", _apply_ftrl_kernel, 3)
+_register("ApplyFtrlV2", _apply_ftrl_v2_kernel, 3)
+_register("SparseApplyFtrl", _sparse_apply_ftrl_kernel, 3)
+_register("SparseApplyFtrlV2", _sparse_apply_ftrl_v2_kernel, 3)
+
+
+def _ftrl_args(var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power):
+    args = [("var", "ref", var), ("accum", "ref", accum), ("linear", "ref", linear),
+            ("grad", "grad", grad)]
+    if indices is not None:
+        args.append(("indices", "indices", indices))
+    args += [("lr", "scalar", lr), ("l1", "scalar", l1), ("l2", "scalar", l2)]
+    if l2_shrinkage is not None:
+        args.append(("l2_shrinkage", "scalar", l2_shrinkage))
+    return args + [("lr_power", "scalar", lr_power)]
+
+
+def apply_ftrl(var, accum, linear, grad, lr, l1, l2, lr_power, use_locking=False,
+               l2_shrinkage=None, name=None):
+    """FTRL-Proximal update of ``var`` and its ``accum`` and ``linear`` slots in place (TF1's
+    ApplyFtrl, or ApplyFtrlV2 with ``l2_shrinkage``); returns the new value."""
+    return _build("ApplyFtrl" if l2_shrinkage is None else "ApplyFtrlV2",
+                  _ftrl_args(var, accum, linear, grad, None, lr, l1, l2, l2_shrinkage, lr_power),
+                  name, use_locking=bool(use_locking))
+
+
+def sparse_apply_ftrl(var, accum, linear, grad, indices, lr, l1, l2, lr_power, use_locking=False,
+                      l2_shrinkage=None, name=None):
+    """The FTRL-Proximal update of the rows ``indices`` only (duplicates summed first)."""
+    return _build("SparseApplyFtrl" if l2_shrinkage is None else "SparseApplyFtrlV2",
+                  _ftrl_args(var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage,
+                             lr_power), name, use_locking=bool(use_locking))
+
+
 # -- Adam ----------------------------------------------------------------------------------------
 # alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m += (g - m) * (1 - beta1);
 # v += (g^2 - v) * (1 - beta2); var -= alpha * m / (sqrt(v) + epsilon)

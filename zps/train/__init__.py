@@ -9,6 +9,7 @@ from zps.train.basic_session_run_hooks import *  # noqa: F403
 from zps.train.checkpoint_management import *  # noqa: F403
 from zps.train.coordinator import *  # noqa: F403
 from zps.train.device_setter import *  # noqa: F403
+from zps.train.ftrl import *  # noqa: F403
 from zps.train.gradient_descent import *  # noqa: F403
 from zps.train.learning_rate_decay import *  # noqa: F403
 from zps.train.momentum import *  # noqa: F403
