@@ -11,7 +11,8 @@ import pytest
 
 import zps
 
-NAMESPACE_MODULES = ["app", "contrib", "distribute", "errors", "initializers", "nn", "train"]
+NAMESPACE_MODULES = ["app", "contrib", "distribute", "errors", "initializers", "losses", "nn",
+                     "train"]
 
 EXPECTED = {
     "zps": [
@@ -118,6 +119,12 @@ EXPECTED = {
     "zps.distribute.cluster_resolver": [
         "ClusterResolver", "ClusterSpec", "SimpleClusterResolver", "SlurmClusterResolver",
         "TFConfigClusterResolver", "expand_hostlist", "expand_tasks_per_node", "format_master_url",
+    ],
+    "zps.losses": [
+        "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance",
+        "get_losses", "get_regularization_loss", "get_regularization_losses", "get_total_loss",
+        "hinge_loss", "huber_loss", "log_loss", "mean_squared_error", "sigmoid_cross_entropy",
+        "softmax_cross_entropy", "sparse_softmax_cross_entropy",
     ],
 }
 

@@ -1,0 +1,256 @@
+"""TF1's loss functions (``tf.losses``, see zps/losses.py): weighting, reductions, the LOSSES collection.
+
+Each loss computes per-element losses, multiplies them by ``weights`` (a scalar or a tensor
+broadcastable to them), reduces them as ``reduction`` says and adds the result to
+``loss_collection`` (``GraphKeys.LOSSES``), so ``get_total_loss()`` sums every loss of the model
+with the variables' regularization losses. The default reduction, ``SUM_BY_NONZERO_WEIGHTS``,
+is the weighted sum divided by the number of elements whose weight is not zero (0 when all are).
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     loss = tf.losses.mean_squared_error([1.0, 2.0, 3.0], [1.0, 2.0, 5.0], weights=[1, 1, 0])
+...     print(float(tf.Session().run(loss)))
+0.0
+"""
+
+from zps.framework import dtypes
+from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
+from zps.ops import array_ops, math_ops, nn_ops
+
+
+class Reduction:
+    """How a weighted loss is reduced (TF1's ``tf.losses.Reduction``)."""
+
+    NONE = "none"                                   # the weighted per-element losses
+    SUM = "weighted_sum"                            # their sum
+    SUM_OVER_BATCH_SIZE = "weighted_sum_over_batch_size"   # sum / number of elements
+    MEAN = "weighted_mean"                          # sum / sum of the weights
+    SUM_BY_NONZERO_WEIGHTS = "weighted_sum_by_nonzero_weights"   # sum / non-zero weights
+    SUM_OVER_NONZERO_WEIGHTS = SUM_BY_NONZERO_WEIGHTS
+
+    @classmethod
+    def all(cls):
+        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE, cls.SUM_OVER_NONZERO_WEIGHTS,
+                cls.SUM_BY_NONZERO_WEIGHTS)
+
+    @classmethod
+    def validate(cls, key):
+        if key not in cls.all():
+            raise ValueError("Invalid Reduction Key %s." % key)
+
+
+def _scope(scope, default):
+    return get_default_graph().name_scope(scope or default)
+
+
+def _safe_div(numerator, denominator):
+    # numerator / denominator, 0 where the denominator is 0 (no NaN in values or gradients).
+    positive = math_ops.greater(denominator, 0.0)
+    safe = array_ops.where(positive, denominator, array_ops.ones_like(denominator))
+    return array_ops.where(positive, numerator / safe, array_ops.zeros_like(numerator))
+
+
+def _broadcast_weights(weights, losses):
+    return weights * array_ops.ones_like(losses)
+
+
+def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``losses * weights``, reduced by ``reduction`` and added to ``loss_collection``."""
+    Reduction.validate(reduction)
+    with _scope(scope, "weighted_loss"):
+        losses = convert_to_tensor(losses)
+        input_dtype = losses.dtype
+        losses = math_ops.cast(losses, dtypes.float32)
+        weights = math_ops.cast(convert_to_tensor(weights), dtypes.float32)
+        _check_weights(weights, losses)
+        weighted = losses * weights
+        if reduction == Reduction.NONE:
+            loss = weighted
+        else:
+            loss = math_ops.reduce_sum(weighted)
+            if reduction == Reduction.MEAN:
+                loss = _safe_div(loss, math_ops.reduce_sum(_broadcast_weights(weights, losses)))
+            elif reduction in (Reduction.SUM_BY_NONZERO_WEIGHTS, Reduction.SUM_OVER_BATCH_SIZE):
+                if reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
+                    present = math_ops.cast(math_ops.not_equal(weights, 0.0), dtypes.float32)
+                    count = math_ops.reduce_sum(_broadcast_weights(present, losses))
+                else:
+                    count = math_ops.cast(array_ops.size(losses), dtypes.float32)
+                loss = _safe_div(loss, count)
+        loss = math_ops.cast(loss, input_dtype)
+        add_loss(loss, loss_collection)
+        return loss
+
+
+def _check_weights(weights, losses):
+    w, s = weights.get_shape(), losses.get_shape()
+    if w.ndims is None or s.ndims is None or w.ndims == 0:
+        return
+    if w.ndims > s.ndims or any(
+            a is not None and b is not None and a not in (1, b)
+            for a, b in zip(reversed(w.as_list()), reversed(s.as_list()))):
+        raise ValueError("weights can not be broadcast to values. values.shape=%s. "
+                         "weights.shape=%s." % (s, w))
+
+
+def _labels_and(predictions, labels, what):
+    predictions = math_ops.cast(convert_to_tensor(predictions), dtypes.float32)
+    labels = math_ops.cast(convert_to_tensor(labels), dtypes.float32)
+    if not predictions.get_shape().is_compatible_with(labels.get_shape()):
+        raise ValueError("%s: shapes %s (predictions) and %s (labels) are incompatible"
+                         % (what, predictions.get_shape(), labels.get_shape()))
+    return predictions, labels
+
+
+def _loss(name, scope, weights, loss_collection, reduction, compute):
+    with _scope(scope, name):
+        return compute_weighted_loss(compute(), weights, None, loss_collection, reduction)
+
+
+def absolute_difference(labels, predictions, weights=1.0, scope=None,
+                        loss_collection=GraphKeys.LOSSES,
+                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``|predictions - labels|``, weighted and reduced."""
+    def compute():
+        p, y = _labels_and(predictions, labels, "absolute_difference")
+        return math_ops.abs(p - y)
+    return _loss("absolute_difference", scope, weights, loss_collection, reduction, compute)
+
+
+def mean_squared_error(labels, predictions, weights=1.0, scope=None,
+                       loss_collection=GraphKeys.LOSSES,
+                       reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``(predictions - labels) ** 2``, weighted and reduced."""
+    def compute():
+        p, y = _labels_and(predictions, labels, "mean_squared_error")
+        return math_ops.squared_difference(p, y)
+    return _loss("mean_squared_error", scope, weights, loss_collection, reduction, compute)
+
+
+def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
+               loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``0.5 * e ** 2`` where ``|e| <= delta``, ``delta * (|e| - 0.5 * delta)`` beyond
+    (``e = predictions - labels``), weighted and reduced."""
+    def compute():
+        p, y = _labels_and(predictions, labels, "huber_loss")
+        error = math_ops.abs(p - y)
+        quadratic = math_ops.minimum(error, delta)
+        linear = error - quadratic
+        return 0.5 * quadratic * quadratic + delta * linear
+    return _loss("huber_loss", scope, weights, loss_collection, reduction, compute)
+
+
+def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
+             loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``-labels * log(p + epsilon) - (1 - labels) * log(1 - p + epsilon)``, weighted and
+    reduced (``predictions`` are probabilities)."""
+    def compute():
+        p, y = _labels_and(predictions, labels, "log_loss")
+        return -y * math_ops.log(p + epsilon) - (1.0 - y) * math_ops.log(1.0 - p + epsilon)
+    return _loss("log_loss", scope, weights, loss_collection, reduction, compute)
+
+
+def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=GraphKeys.LOSSES,
+               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """``max(0, 1 - (2 * labels - 1) * logits)`` for labels in {0, 1}, weighted and reduced."""
+    def compute():
+        z, y = _labels_and(logits, labels, "hinge_loss")
+        return nn_ops.relu(1.0 - (2.0 * y - 1.0) * z)
+    return _loss("hinge_loss", scope, weights, loss_collection, reduction, compute)
+
+
+def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
+                    loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS,
+                    dim=None):
+    """``1 - sum(predictions * labels, axis)`` of unit-normalized inputs, weighted and reduced."""
+    axis = dim if axis is None else axis
+    if axis is None:
+        raise ValueError("You must specify 'axis'.")
+
+    def compute():
+        p, y = _labels_and(predictions, labels, "cosine_distance")
+        return 1.0 - math_ops.reduce_sum(p * y, axis=(axis,), keepdims=True)
+    return _loss("cosine_distance_loss", scope, weights, loss_collection, reduction, compute)
+
+
+def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,
+                          scope=None, loss_collection=GraphKeys.LOSSES,
+                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """Sigmoid cross-entropy of independent labels in [0, 1] (smoothed toward 0.5 by
+    ``label_smoothing``), weighted and reduced."""
+    def compute():
+        z, y = _labels_and(logits, multi_class_labels, "sigmoid_cross_entropy")
+        if label_smoothing:
+            y = y * (1.0 - label_smoothing) + 0.5 * label_smoothing
+        return nn_ops.sigmoid_cross_entropy_with_logits(labels=y, logits=z)
+    return _loss("sigmoid_cross_entropy_loss", scope, weights, loss_collection, reduction,
+                 compute)
+
+
+def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0, scope=None,
+                          loss_collection=GraphKeys.LOSSES,
+                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """Softmax cross-entropy of one-hot (or probability) labels, smoothed toward uniform by
+    ``label_smoothing``; ``weights`` are per example. No gradient flows into the labels."""
+    def compute():
+        z, y = _labels_and(logits, onehot_labels, "softmax_cross_entropy")
+        if label_smoothing:
+            classes = math_ops.cast(array_ops.shape(y)[-1], dtypes.float32)
+            y = y * (1.0 - label_smoothing) + label_smoothing / classes
+        return nn_ops.softmax_cross_entropy_with_logits_v2(labels=array_ops.stop_gradient(y),
+                                                           logits=z)
+    return _loss("softmax_cross_entropy_loss", scope, weights, loss_collection, reduction,
+                 compute)
+
+
+def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
+                                 loss_collection=GraphKeys.LOSSES,
+                                 reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    """Softmax cross-entropy of integer class ``labels``; ``weights`` are per example."""
+    def compute():
+        return nn_ops.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=math_ops.cast(convert_to_tensor(logits), dtypes.float32))
+    return _loss("sparse_softmax_cross_entropy_loss", scope, weights, loss_collection, reduction,
+                 compute)
+
+
+def add_loss(loss, loss_collection=GraphKeys.LOSSES):
+    """Add ``loss`` to ``loss_collection`` (nothing when it is None)."""
+    if loss_collection:
+        get_default_graph().add_to_collection(loss_collection, loss)
+
+
+def get_losses(scope=None, loss_collection=GraphKeys.LOSSES):
+    """The losses added to ``loss_collection`` (under ``scope``, a name prefix)."""
+    return get_default_graph().get_collection(loss_collection, scope)
+
+
+def get_regularization_losses(scope=None):
+    """The variables' regularization losses (``GraphKeys.REGULARIZATION_LOSSES``)."""
+    return get_default_graph().get_collection(GraphKeys.REGULARIZATION_LOSSES, scope)
+
+
+def get_regularization_loss(scope=None, name="total_regularization_loss"):
+    """The sum of the regularization losses, or 0.0 when there are none."""
+    losses = get_regularization_losses(scope)
+    if losses:
+        return math_ops.add_n(losses, name=name)
+    return convert_to_tensor(0.0, name=name)
+
+
+def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None):
+    """The sum of the losses (and, by default, the regularization losses); ValueError if there
+    are none."""
+    losses = get_losses(scope)
+    if add_regularization_losses:
+        losses = losses + get_regularization_losses(scope)
+    if not losses:
+        raise ValueError("No losses to sum: build a loss with tf.losses (or add_loss) first.")
+    return math_ops.add_n(losses, name=name)
+
+
+__all__ = ["Reduction", "compute_weighted_loss", "absolute_difference", "mean_squared_error",
+           "huber_loss", "log_loss", "hinge_loss", "cosine_distance", "sigmoid_cross_entropy",
+           "softmax_cross_entropy", "sparse_softmax_cross_entropy", "add_loss", "get_losses",
+           "get_regularization_losses", "get_regularization_loss", "get_total_loss"]
