@@ -11,8 +11,8 @@ import pytest
 
 import zps
 
-NAMESPACE_MODULES = ["app", "contrib", "distribute", "errors", "initializers", "losses", "nn",
-                     "train"]
+NAMESPACE_MODULES = ["app", "contrib", "distribute", "errors", "initializers", "layers", "losses",
+                     "nn", "train"]
 
 EXPECTED = {
     "zps": [
@@ -120,6 +120,7 @@ EXPECTED = {
         "ClusterResolver", "ClusterSpec", "SimpleClusterResolver", "SlurmClusterResolver",
         "TFConfigClusterResolver", "expand_hostlist", "expand_tasks_per_node", "format_master_url",
     ],
+    "zps.layers": ["average_pooling2d", "conv2d", "dense", "dropout", "flatten", "max_pooling2d"],
     "zps.losses": [
         "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance",
         "get_losses", "get_regularization_loss", "get_regularization_losses", "get_total_loss",
