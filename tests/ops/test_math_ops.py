@@ -606,3 +606,17 @@ def test_the_gradient_of_a_scalar_loss_does_not_compute_the_loss():
         gv, = tf.gradients(sq, [v])
         assert sq.op in prune([gv], [], set())
         np.testing.assert_allclose(tf.Session().run(gv, {v: [1.0, -2.0]}), [2.0, -4.0])
+
+
+def test_add_n_sums_same_shaped_tensors_only():
+    # TF1's AddN does not broadcast: a scalar among vectors is an error, not a silent sum.
+    with tf.Graph().as_default():
+        a, b = tf.constant([1.0, 2.0]), tf.constant([10.0, 20.0])
+        np.testing.assert_array_equal(_run(tf.add_n([a, b, a])), [12.0, 24.0])
+        with pytest.raises(ValueError, match=r"add_n: inputs must have the same shape"):
+            tf.add_n([a, tf.constant(1.0)])
+        x = tf.placeholder(tf.float32, [None])
+        total = tf.add_n([x, a])
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"input 0 is \[3\], input 1 is \[2\]"):
+            _run(total, {x: [1.0, 2.0, 3.0]})

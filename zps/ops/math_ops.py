@@ -647,6 +647,11 @@ def logical_not(x, name=None):
 
 # -- AddN ----------------------------------------------------------------------------------------
 def _add_n_kernel(ctx, *xs):
+    for i, x in enumerate(xs[1:], 1):
+        if x.shape != xs[0].shape:   # TF1's AddN sums same-shaped tensors only (no broadcast)
+            raise errors.InvalidArgumentError(
+                None, None, "AddN: inputs must have the same shape: input 0 is %s, input %d is %s"
+                % (list(xs[0].shape), i, list(x.shape)))
     out = xs[0] + xs[1]
     for x in xs[2:]:
         out += x
@@ -662,8 +667,13 @@ def add_n(inputs, name=None):
     inputs = to_tensors(*inputs)
     if not inputs:
         raise ValueError("add_n needs at least one input")
+    shape = inputs[0].get_shape()
     for t in inputs[1:]:
         check_same_dtype("AddN", inputs[0], t)
+        if not shape.is_compatible_with(t.get_shape()):
+            raise ValueError("add_n: inputs must have the same shape, got %s and %s (%s, %s)"
+                             % (inputs[0].get_shape(), t.get_shape(), inputs[0].name, t.name))
+        shape = shape.merge_with(t.get_shape())
     if len(inputs) == 1:
         return array_ops.identity(inputs[0], name=name)
     return make_op("AddN", inputs, name=name or "AddN")
