@@ -12,7 +12,7 @@ import pytest
 import zps
 
 NAMESPACE_MODULES = ["app", "contrib", "distribute", "errors", "initializers", "layers", "losses",
-                     "nn", "train"]
+                     "metrics", "nn", "train"]
 
 EXPECTED = {
     "zps": [
@@ -121,6 +121,8 @@ EXPECTED = {
         "TFConfigClusterResolver", "expand_hostlist", "expand_tasks_per_node", "format_master_url",
     ],
     "zps.layers": ["average_pooling2d", "conv2d", "dense", "dropout", "flatten", "max_pooling2d"],
+    "zps.metrics": ["accuracy", "mean", "mean_absolute_error", "mean_squared_error",
+                    "root_mean_squared_error"],
     "zps.losses": [
         "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance",
         "get_losses", "get_regularization_loss", "get_regularization_losses", "get_total_loss",

@@ -39,7 +39,7 @@ from zps.ops.gradients_impl import gradients
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import app, contrib, distribute, layers, losses, nn, summary, train
+from zps import app, contrib, distribute, layers, losses, metrics, nn, summary, train
 from zps.runtime import allocator as _allocator
 
 
