@@ -26,7 +26,7 @@ EXPECTED = {
         "atan2", "bool", "boolean_mask", "broadcast_to", "cast", "ceil", "clip_by_global_norm",
         "clip_by_norm", "clip_by_value", "colocate_with", "concat", "constant",
         "constant_initializer", "control_dependencies", "convert_to_tensor", "cos", "cosh",
-        "count_nonzero", "device", "div", "divide", "double", "dynamic_partition",
+        "count_nonzero", "device", "div", "div_no_nan", "divide", "double", "dynamic_partition",
         "dynamic_stitch", "equal", "erf", "erfc", "exp", "expand_dims", "expm1", "fill",
         "fixed_size_partitioner", "float16", "float32", "float64", "floor", "floordiv", "floormod",
         "gather", "get_collection", "get_collection_ref", "get_default_graph",

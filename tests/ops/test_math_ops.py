@@ -620,3 +620,15 @@ def test_add_n_sums_same_shaped_tensors_only():
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match=r"input 0 is \[3\], input 1 is \[2\]"):
             _run(total, {x: [1.0, 2.0, 3.0]})
+
+
+def test_div_no_nan_is_zero_where_the_divisor_is_and_so_is_its_gradient():
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, 2.0, 3.0])
+        y = tf.constant([2.0, 0.0, -4.0])
+        q = tf.div_no_nan(x, y)
+        gx, gy = tf.gradients(tf.reduce_sum(q), [x, y])
+        out, dx, dy = _run([q, gx, gy])
+    np.testing.assert_array_equal(out, [0.5, 0.0, -0.75])
+    np.testing.assert_array_equal(dx, [0.5, 0.0, -0.25])
+    np.testing.assert_array_equal(dy, [-0.25, 0.0, -3.0 / 16])

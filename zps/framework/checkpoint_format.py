@@ -458,7 +458,8 @@ class CheckpointReader:
         if unknown:   # TensorFlow dtypes zps lacks (complex, bfloat16, ...)
             raise errors.UnimplementedError(None, None, "Checkpoint %s holds tensors of dtypes zps "
                                             "does not have: %s" % (self.prefix, ", ".join(
-                                                "%s (%s)" % (k, self._tensors[k]["dtype"][3:])
+                                                "%s (%s)" % (k, self._tensors[k]["dtype"]
+                                                             .removeprefix("tf:"))
                                                 for k in unknown)))
         return {k: _dtypes.as_dtype(v["dtype"]) for k, v in self._tensors.items()}
 

@@ -43,13 +43,6 @@ def _scope(scope, default):
     return get_default_graph().name_scope(scope or default)
 
 
-def _safe_div(numerator, denominator):
-    # numerator / denominator, 0 where the denominator is 0 (no NaN in values or gradients).
-    positive = math_ops.greater(denominator, 0.0)
-    safe = array_ops.where(positive, denominator, array_ops.ones_like(denominator))
-    return array_ops.where(positive, numerator / safe, array_ops.zeros_like(numerator))
-
-
 def _broadcast_weights(weights, losses):
     return weights * array_ops.ones_like(losses)
 
@@ -65,19 +58,18 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
         weights = math_ops.cast(convert_to_tensor(weights), dtypes.float32)
         _check_weights(weights, losses)
         weighted = losses * weights
-        if reduction == Reduction.NONE:
-            loss = weighted
-        else:
-            loss = math_ops.reduce_sum(weighted)
-            if reduction == Reduction.MEAN:
-                loss = _safe_div(loss, math_ops.reduce_sum(_broadcast_weights(weights, losses)))
-            elif reduction in (Reduction.SUM_BY_NONZERO_WEIGHTS, Reduction.SUM_OVER_BATCH_SIZE):
-                if reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
-                    present = math_ops.cast(math_ops.not_equal(weights, 0.0), dtypes.float32)
-                    count = math_ops.reduce_sum(_broadcast_weights(present, losses))
-                else:
-                    count = math_ops.cast(array_ops.size(losses), dtypes.float32)
-                loss = _safe_div(loss, count)
+        loss = weighted if reduction == Reduction.NONE else math_ops.reduce_sum(weighted)
+        if reduction == Reduction.MEAN:
+            count = math_ops.reduce_sum(_broadcast_weights(weights, losses))
+        elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
+            present = math_ops.cast(math_ops.not_equal(weights, 0.0), dtypes.float32)
+            count = math_ops.reduce_sum(_broadcast_weights(present, losses))
+        elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
+            count = math_ops.cast(array_ops.size(losses), dtypes.float32)
+        else:   # NONE, SUM
+            count = None
+        if count is not None:
+            loss = math_ops.div_no_nan(loss, count)
         loss = math_ops.cast(loss, input_dtype)
         add_loss(loss, loss_collection)
         return loss

@@ -550,6 +550,15 @@ def atan2(y, x, name=None):
     return _binary("Atan2", y, x, name)
 
 
+def div_no_nan(x, y, name=None):
+    """``x / y``, and 0 where ``y`` is 0 (TF1's ``div_no_nan``): no inf or nan in the values or
+    in their gradients (the division only ever sees a non-zero ``y``)."""
+    x, y = to_tensors(x, y)
+    nonzero = not_equal(y, 0.0)
+    quotient = x / array_ops.where(nonzero, y, array_ops.ones_like(y))
+    return array_ops.where(nonzero, quotient, array_ops.zeros_like(quotient), name=name)
+
+
 register_op("IsFinite", dtype=bool_dtype, shape=same_shape,
             kernel=lambda ctx, x: ctx.xp.isfinite(x), grad=None)
 register_op("IsNan", dtype=bool_dtype, shape=same_shape,
@@ -1042,6 +1051,7 @@ def _install_operators():
 _install_operators()
 
 __all__ = [
+    "div_no_nan",
     "sin",
     "cos",
     "tan",

@@ -27,12 +27,6 @@ def _metric_variable(name):
                               name=name)
 
 
-def _safe_div(numerator, denominator, name):
-    positive = math_ops.greater(denominator, 0.0)
-    safe = array_ops.where(positive, denominator, array_ops.ones_like(denominator))
-    return array_ops.where(positive, numerator / safe, array_ops.zeros_like(numerator), name=name)
-
-
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """The (weighted) mean of every value seen: ``(mean, update_op)``."""
     with get_default_graph().name_scope(name or "mean"):
@@ -48,8 +42,8 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
             num = math_ops.reduce_sum(weights)
         update_total = state_ops.assign_add(total, math_ops.reduce_sum(values))
         update_count = state_ops.assign_add(count, num)
-        value = _safe_div(total, count, "value")
-        update_op = _safe_div(update_total, update_count, "update_op")
+        value = math_ops.div_no_nan(total, count, name="value")
+        update_op = math_ops.div_no_nan(update_total, update_count, name="update_op")
         _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op

@@ -435,14 +435,14 @@ def _ftrl_update(xp, tmp, tmp2, w, accum, linear, g, lr, l1, l2, l2_shrinkage, l
 
 def _ftrl_params(lr, l1, l2, l2_shrinkage, lr_power):
     _check_scalars(lr=lr, l1=l1, l2=l2, l2_shrinkage=l2_shrinkage, lr_power=lr_power)
-    for name, value, ok in (("lr", lr, lr > 0), ("l1", l1, l1 >= 0), ("l2", l2, l2 >= 0),
-                            ("l2_shrinkage", l2_shrinkage, l2_shrinkage >= 0),
-                            ("lr_power", lr_power, lr_power <= 0)):
+    for name, value, ok, rule in (("lr", lr, lr > 0, "positive"),
+                                  ("l1", l1, l1 >= 0, "non-negative"),
+                                  ("l2", l2, l2 >= 0, "non-negative"),
+                                  ("l2_shrinkage", l2_shrinkage, l2_shrinkage >= 0, "non-negative"),
+                                  ("lr_power", lr_power, lr_power <= 0, "non-positive")):
         if not ok:
-            raise errors.InvalidArgumentError(
-                None, None, "%s must be %s, got %s" % (
-                    name, "positive" if name == "lr" else "non-positive" if name == "lr_power"
-                    else "non-negative", value))
+            raise errors.InvalidArgumentError(None, None, "%s must be %s, got %s"
+                                              % (name, rule, value))
     return lr, l1, l2, l2_shrinkage, float(lr_power)
 
 

@@ -297,7 +297,7 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
     from zps.ops import variable_scope
     prefix = _checkpoint_prefix(ckpt_dir_or_file)
     shapes = NewCheckpointReader(prefix).get_variable_to_shape_map()
-    store = variable_scope._get_default_variable_store()._vars
+    store = variable_scope._get_default_variable_store()
     for ckpt_name, current in sorted(assignment_map.items(), key=lambda kv: kv[0]):
         var = _assigned_variables(current, store)
         if var is not None:
@@ -310,7 +310,7 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
         if not ckpt_name.endswith("/"):
             raise ValueError("Assignment map with scope only name %s should map to scope only %s. "
                              "Should be 'scope/': 'other_scope/'." % (scope, ckpt_name))
-        names = sorted({name.split("/part_")[0] for name in store
+        names = sorted({name.split("/part_")[0] for name in store._vars
                         if not scope or name.startswith(scope + "/")})
         if not names:
             raise ValueError("init_from_checkpoint: no variable of the default graph is under %r "
@@ -329,7 +329,8 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
 
 
 def _assigned_variables(current, store):
-    """A Variable, or the sorted parts of a partitioned one, that ``current`` names; else None."""
+    """A Variable, or the parts of a partitioned one, that ``current`` is or names (in the
+    variable ``store``); else None."""
     from zps.ops.variables import Variable
     if isinstance(current, Variable):
         return current
@@ -338,10 +339,10 @@ def _assigned_variables(current, store):
         return list(current)
     if not isinstance(current, str):
         return None
-    if current in store:
-        return store[current]
-    parts = [v for name, v in store.items() if re.fullmatch(re.escape(current) + r"/part_\d+", name)]
-    return sorted(parts, key=lambda v: v._get_save_slice_info().var_offset) or None
+    if current in store._vars:
+        return store._vars[current]
+    partitioned = store._partitioned_vars.get(current)
+    return None if partitioned is None else list(partitioned)
 
 
 def _init_variables(prefix, ckpt_name, var, shapes, where):

@@ -65,11 +65,10 @@ class FtrlOptimizer(Optimizer):
     def _prepare(self):
         lr = self._call_if_callable(self._learning_rate)
         # TF1: beta (the paper's) adds beta / (2 * lr) to the L2 strength.
-        l2 = self._call_if_callable(self._l2) + self._beta / (2.0 * lr) if self._beta else \
-            self._call_if_callable(self._l2)
+        l2 = self._l2 + self._beta / (2.0 * lr) if self._beta else self._l2
         self._tensors = {
             "lr": convert_to_tensor(lr, name="learning_rate"),
-            "l1": convert_to_tensor(self._call_if_callable(self._l1), name="l1"),
+            "l1": convert_to_tensor(self._l1, name="l1"),
             "l2": convert_to_tensor(l2, name="l2"),
             "l2_shrinkage": convert_to_tensor(self._l2_shrinkage, name="l2_shrinkage"),
             "lr_power": convert_to_tensor(self._learning_rate_power, name="lr_power")}

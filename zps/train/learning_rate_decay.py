@@ -20,8 +20,8 @@ from zps.ops import array_ops, math_ops
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
                       name=None):
     """``learning_rate * decay_rate ** (global_step / decay_steps)`` (floored if ``staircase``)."""
-    return _step_decay("ExponentialDecay", learning_rate, global_step, decay_steps, decay_rate,
-                       staircase, name, lambda lr, rate, p, scope: math_ops.multiply(
+    return _step_decay("ExponentialDecay", "exponential_decay", learning_rate, global_step, decay_steps,
+                       decay_rate, staircase, name, lambda lr, rate, p, scope: math_ops.multiply(
                            lr, math_ops.pow(rate, p), name=scope))
 
 
@@ -29,8 +29,8 @@ def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, stair
                       name=None):
     """``learning_rate * exp(-decay_rate * global_step / decay_steps)`` (floored if
     ``staircase``)."""
-    return _step_decay("NaturalExpDecay", learning_rate, global_step, decay_steps, decay_rate,
-                       staircase, name, lambda lr, rate, p, scope: math_ops.multiply(
+    return _step_decay("NaturalExpDecay", "natural_exp_decay", learning_rate, global_step, decay_steps,
+                       decay_rate, staircase, name, lambda lr, rate, p, scope: math_ops.multiply(
                            lr, math_ops.exp(-rate * p), name=scope))
 
 
@@ -38,25 +38,21 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, stai
                        name=None):
     """``learning_rate / (1 + decay_rate * global_step / decay_steps)`` (floored if
     ``staircase``)."""
-    return _step_decay("InverseTimeDecay", learning_rate, global_step, decay_steps, decay_rate,
-                       staircase, name, lambda lr, rate, p, scope: math_ops.divide(
+    return _step_decay("InverseTimeDecay", "inverse_time_decay", learning_rate, global_step, decay_steps,
+                       decay_rate, staircase, name, lambda lr, rate, p, scope: math_ops.divide(
                            lr, 1.0 + rate * p, name=scope))
 
 
-def _step_decay(default_name, learning_rate, global_step, decay_steps, decay_rate, staircase,
-                name, decayed):
+def _step_decay(default_name, what, learning_rate, global_step, decay_steps, decay_rate,
+                staircase, name, decayed):
     # The schedules of ``p = global_step / decay_steps`` (floored if ``staircase``):
     # ``decayed(lr, decay_rate, p, scope)``, every value in the learning rate's dtype.
     with get_default_graph().name_scope(name or default_name) as scope:
-        lr, dtype, step = _step_and_rate(learning_rate, global_step, _snake(default_name))
+        lr, dtype, step = _step_and_rate(learning_rate, global_step, what)
         p = step / math_ops.cast(decay_steps, dtype)
         if staircase:
             p = math_ops.floor(p)
         return decayed(lr, math_ops.cast(decay_rate, dtype), p, scope)
-
-
-def _snake(camel):
-    return "".join("_" + c.lower() if c.isupper() else c for c in camel).lstrip("_")
 
 
 def _step_and_rate(learning_rate, global_step, what):
