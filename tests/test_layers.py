@@ -109,3 +109,15 @@ def test_bad_inputs_say_what_is_wrong():
             tf.layers.max_pooling2d(tf.ones([1, 4, 4, 1]), 2, 2, padding="full")
         with pytest.raises(ValueError, match=r"rate must be in \[0, 1\)"):
             tf.layers.dropout(tf.ones([2]), rate=1.0)
+
+
+@pytest.mark.parametrize("shape, static", [([None, 2, 3], [None, 6]), ([4, 2, 3], [4, 6]),
+                                           ([None, None, 3], [None, None]), (None, None)])
+def test_flatten_keeps_the_batch_whatever_is_known_statically(shape, static):
+    x = np.arange(24.0, dtype=np.float32).reshape(4, 2, 3)
+    with tf.Graph().as_default():
+        ph = tf.placeholder(tf.float32, shape)
+        flat = tf.layers.flatten(ph)
+        assert flat.get_shape().as_list() == static if static else flat.get_shape().ndims == 2
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(flat, {ph: x}), x.reshape(4, 6))

@@ -167,14 +167,11 @@ def flatten(inputs, name=None, data_format="channels_last"):
     inputs = convert_to_tensor(inputs)
     with get_default_graph().name_scope(name or "flatten"):
         shape = inputs.get_shape()
-        out = array_ops.reshape(inputs, [-1 if shape.ndims is None or shape[0].value is None
-                                         else shape[0].value, -1])
-        if shape.ndims is not None and shape[1:].is_fully_defined():
-            size = 1
-            for d in shape[1:].as_list():
-                size *= d
-            out.set_shape([shape[0].value, size])
-        return out
+        if shape.ndims is not None and shape[1:].is_fully_defined() and \
+                shape[1:].num_elements() > 0:
+            return array_ops.reshape(inputs, [-1, shape[1:].num_elements()])
+        # Trailing dimensions known only at run time: the batch size comes from the input.
+        return array_ops.reshape(inputs, array_ops.stack([array_ops.shape(inputs)[0], -1]))
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
