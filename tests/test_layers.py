@@ -1,10 +1,13 @@
 """tf.layers: outputs against TensorFlow's for the same program, variable names, reuse,
-regularizers and dropout.
+regularizers, dropout and batch normalization.
 
 tests/fixtures/tf_layers.npz holds what TensorFlow 2.21's tf.compat.v1.layers (with tf_keras)
-computed for the program in _program() below.
+computed for the program in _program() below; tests/fixtures/tf_batch_norm/expected.npz what it
+computed for the batch-normalized network of tests/fixtures/tf_batch_norm/make.py (trained for three
+steps).
 """
 
+import importlib.util
 import pathlib
 
 import numpy as np
@@ -12,7 +15,8 @@ import pytest
 
 import zps as tf
 
-TF_OUTPUTS = np.load(pathlib.Path(__file__).resolve().parent / "fixtures" / "tf_layers.npz")
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+TF_OUTPUTS = np.load(FIXTURES / "tf_layers.npz")
 
 
 def _program():
@@ -121,3 +125,154 @@ def test_flatten_keeps_the_batch_whatever_is_known_statically(shape, static):
         assert flat.get_shape().as_list() == static if static else flat.get_shape().ndims == 2
         with tf.Session() as sess:
             np.testing.assert_array_equal(sess.run(flat, {ph: x}), x.reshape(4, 6))
+
+
+# -- batch normalization -------------------------------------------------------------------------
+def _batch_norm_program():
+    spec = importlib.util.spec_from_file_location("tf_batch_norm_make",
+                                                  FIXTURES / "tf_batch_norm" / "make.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    return make
+
+
+TF_BATCH_NORM = np.load(FIXTURES / "tf_batch_norm" / "expected.npz")
+_BN_VARIABLES = [
+    "batch_normalization/gamma", "batch_normalization/beta", "batch_normalization/moving_mean",
+    "batch_normalization/moving_variance", "bn_nchw/gamma", "bn_nchw/beta", "bn_nchw/moving_mean",
+    "bn_nchw/moving_variance", "dense/kernel", "dense/bias", "batch_normalization_1/gamma",
+    "batch_normalization_1/beta", "batch_normalization_1/moving_mean",
+    "batch_normalization_1/moving_variance", "dense_1/kernel", "dense_1/bias"]
+
+
+@pytest.mark.parametrize("python_bool", [False, True], ids=["bool_tensor", "python_bool"])
+def test_batch_norm_trains_as_tensorflow_does(python_bool):
+    # Fused NHWC, fused NCHW (axis=1) and 2-D layers, three steps of gradient descent with the
+    # update ops as control dependencies: losses, every variable, and the inference outputs.
+    with tf.Graph().as_default():
+        got = _batch_norm_program().run_program(tf, tf.Session, python_bool=python_bool)
+    assert got["names"] == _BN_VARIABLES
+    np.testing.assert_allclose(got["losses"], TF_BATCH_NORM["losses"], rtol=1e-5)
+    for name, value in zip(got["names"], got["variables"]):
+        np.testing.assert_allclose(value, TF_BATCH_NORM["var:" + name], rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+    for i, value in enumerate(got["outputs"] or []):
+        np.testing.assert_allclose(value, TF_BATCH_NORM["output_%d" % i], rtol=1e-5, atol=1e-5)
+
+
+def test_batch_norm_variables_collections_and_update_ops():
+    with tf.Graph().as_default():
+        training = tf.placeholder(tf.bool, [])
+        _batch_norm_program().program(tf, training)
+        assert [v.op.name for v in tf.global_variables()] == _BN_VARIABLES
+        assert [v.op.name for v in tf.trainable_variables()] == [
+            n for n in _BN_VARIABLES if not n.split("/")[1].startswith("moving")]
+        assert tf.moving_average_variables() == [] and tf.model_variables() == []
+        updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        # TensorFlow 2.21's names (with a Python bool; a bool tensor gives its cond's Merge ops).
+        assert [op.name for op in updates] == [
+            "batch_normalization/AssignMovingAvg", "batch_normalization/AssignMovingAvg_1",
+            "bn_nchw/AssignMovingAvg", "bn_nchw/AssignMovingAvg_1",
+            "batch_normalization_1/AssignMovingAvg", "batch_normalization_1/AssignMovingAvg_1"]
+        assert all(isinstance(op, tf.Operation) and op.type == "AssignSub" for op in updates)
+        fused = tf.get_default_graph().get_operation_by_name("batch_normalization/FusedBatchNormV3")
+        assert fused.type == "FusedBatchNormV3"
+
+
+def test_batch_norm_inference_uses_and_keeps_the_moving_statistics():
+    x = np.random.default_rng(5).standard_normal((6, 3)).astype(np.float32) * 3 + 2
+    with tf.Graph().as_default():
+        training = tf.placeholder(tf.bool, [])
+        inp = tf.placeholder(tf.float32, [None, 3])
+        y = tf.layers.batch_normalization(inp, training=training, momentum=0.5,
+                                          moving_mean_initializer=tf.constant_initializer(1.0))
+        fixed = tf.layers.batch_normalization(inp, training=False)
+        tf.layers.batch_normalization(tf.reshape(inp, [-1, 1, 2, 3]), training=training)
+        assert len(tf.get_collection(tf.GraphKeys.UPDATE_OPS)) == 4   # none from `fixed`
+        updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        stats = [v for v in tf.global_variables() if "moving" in v.op.name]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            before = sess.run(stats)
+            out, fixed_out, _ = sess.run([y, fixed, updates], {inp: x, training: False})
+            np.testing.assert_allclose(out, (x - 1.0) / np.sqrt(1.0 + 1e-3), rtol=1e-6)
+            np.testing.assert_allclose(fixed_out, x / np.sqrt(1.0 + 1e-3), rtol=1e-6)
+            for a, b in zip(before, sess.run(stats)):
+                np.testing.assert_array_equal(a, b)
+            out, _ = sess.run([y, updates], {inp: x, training: True})
+            after = sess.run(stats)
+    np.testing.assert_allclose(out, (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-3), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(after[0], 0.5 * 1.0 + 0.5 * x.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(after[1], 0.5 * 1.0 + 0.5 * x.var(0), rtol=1e-5)   # biased
+    np.testing.assert_array_equal(after[3], [1.0, 1.0, 1.0])   # `fixed` has no update ops
+    # The fused (4-D) layer's moving variance follows the Bessel-corrected batch variance.
+    np.testing.assert_allclose(after[5], 0.99 + 0.01 * x.var(0, ddof=1), rtol=1e-5)
+
+
+def test_batch_norm_layer_object_shares_its_variables():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        layer = tf.layers.BatchNormalization(name="bn")
+        a = layer(x, training=True)
+        b = layer.apply(x * 2.0, training=True)
+        again = tf.layers.batch_normalization(x, name="bn", reuse=True)
+        # TensorFlow 2.21's names: later calls re-enter the layer's name scope.
+        assert [v.op.name for v in tf.global_variables()] == [
+            "bn/gamma", "bn/beta", "bn/moving_mean", "bn/moving_variance"]
+        assert [op.name for op in tf.get_collection(tf.GraphKeys.UPDATE_OPS)] == [
+            "bn/AssignMovingAvg", "bn/AssignMovingAvg_1", "bn/AssignMovingAvg_2",
+            "bn/AssignMovingAvg_3"]
+        assert (a.op.name, b.op.name, again.op.name) == (
+            "bn/batchnorm/add_1", "bn/batchnorm_1/add_1", "bn_1/batchnorm/add_1")
+        assert layer.name == "bn" and len(layer.updates) == 4
+        assert layer.variables == tf.global_variables()
+        assert layer.trainable_variables == [layer.gamma, layer.beta]
+        with pytest.raises(ValueError, match="Variable bn/gamma already exists"):
+            tf.layers.batch_normalization(x, name="bn")
+
+
+def test_batch_norm_options_and_dtypes():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        tf.layers.batch_normalization(x, trainable=False, scale=False)
+        assert tf.trainable_variables() == []
+        assert [v.op.name for v in tf.global_variables()] == [
+            "batch_normalization/beta", "batch_normalization/moving_mean",
+            "batch_normalization/moving_variance"]
+        half_in = tf.placeholder(tf.float16, [None, 2, 2, 3])
+        half = tf.layers.batch_normalization(half_in, training=True)
+        assert half.dtype == tf.float16 and half.op.type == "FusedBatchNormV3"
+        assert {v.dtype.base_dtype for v in tf.global_variables()[-4:]} == {tf.float32}
+        double_in = tf.placeholder(tf.float64, [None, 2, 2, 3])
+        double = tf.layers.batch_normalization(double_in, training=True)
+        assert double.dtype == tf.float64 and double.op.type != "FusedBatchNormV3"
+        unfused = tf.layers.batch_normalization(tf.placeholder(tf.float32, [None, 2, 2, 3]),
+                                                fused=False, training=True)
+        assert unfused.op.type != "FusedBatchNormV3"
+        tf.layers.batch_normalization(tf.placeholder(tf.float32, [None, 2, 3]), axis=[1, 2])
+        assert [v.get_shape().as_list() for v in tf.global_variables()[-4:]] == [[1, 2, 3]] * 4
+        tf.layers.batch_normalization(x, gamma_regularizer=lambda g: tf.reduce_sum(g))
+        assert len(tf.losses.get_regularization_losses()) == 1
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            images = np.arange(12.0).reshape(1, 2, 2, 3)
+            values = sess.run([half, double], {half_in: images, double_in: images})
+    np.testing.assert_allclose(values[0].astype(np.float64), values[1], rtol=1e-3, atol=1e-3)
+
+
+def test_batch_norm_errors():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        with pytest.raises(ValueError, match=r"Invalid value for `axis` argument.*Received: axis=2"):
+            tf.layers.batch_normalization(x, axis=2)
+        with pytest.raises(ValueError, match="Input has undefined `axis` dimension"):
+            tf.layers.batch_normalization(tf.placeholder(tf.float32, [None, None]))
+        with pytest.raises(ValueError, match="Input has undefined rank"):
+            tf.layers.batch_normalization(tf.placeholder(tf.float32))
+        with pytest.raises(TypeError, match="floating-point inputs, got int32"):
+            tf.layers.batch_normalization(tf.placeholder(tf.int32, [2, 3]))
+        with pytest.raises(TypeError, match="training must be a Python bool or a bool tensor"):
+            tf.layers.batch_normalization(x, training=tf.placeholder(tf.float32, []))
+        with pytest.raises(NotImplementedError, match="renorm"):
+            tf.layers.batch_normalization(x, renorm=True)

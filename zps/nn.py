@@ -1,4 +1,5 @@
-"""``tf.nn``: neural-network ops (activations, losses, convolution, pooling, embeddings)."""
+"""``tf.nn``: neural-network ops (activations, losses, normalization, top_k, convolution, pooling,
+embeddings)."""
 
 from zps.ops.conv_ops import *  # noqa: F403
 from zps.ops.embedding_ops import *  # noqa: F403

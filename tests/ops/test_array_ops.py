@@ -1,10 +1,14 @@
 """Array ops: values against numpy, static shapes, folding, indexing, errors and gradients."""
 
+import contextlib
+import re
+
 import numpy as np
 import pytest
 
 import zps as tf
 from zps.framework.constant import constant_value
+from zps.testing import fake_cupy
 from zps.testing.gradient_checker import GradCase, check_gradients
 
 R = np.random.default_rng(7)
@@ -496,6 +500,36 @@ GRAD_CASES = [
     GradCase("Gather", lambda p: tf.gather(p, [2, 0, 2], axis=1), [_r(2, 3)], name="Gather_axis1"),
     GradCase("Gather", lambda x: tf.boolean_mask(x, [True, False, True]), [_r(3, 2)],
              name="Gather_boolean_mask"),
+    # index 1, 0 twice: the gradients of a repeated slice add up
+    GradCase("GatherNd", lambda p: tf.gather_nd(p, [[1, 0], [0, 2], [1, 0]]), [_r(2, 3, 2)]),
+    GradCase("GatherNd", lambda p: tf.gather_nd(p, [[[1, 2]], [[0, 0]]]), [_r(2, 3)],
+             name="GatherNd_elements"),
+    GradCase("ScatterNd", lambda u: tf.scatter_nd([[1], [3], [1]], u, [5, 2]), [_r(3, 2)]),
+    GradCase("ScatterNd", lambda u: tf.scatter_nd([[1, 0], [0, 2]], u, [2, 3]), [_r(2)],
+             name="ScatterNd_elements"),
+    GradCase("SegmentSum", lambda d: tf.segment_sum(d, [0, 0, 2, 2, 3]), [_r(5, 2)]),
+    GradCase("SegmentMean", lambda d: tf.segment_mean(d, [0, 0, 2, 2, 2]), [_r(5, 2)]),
+    GradCase("SegmentMax", lambda d: tf.segment_max(d, [0, 0, 2, 2, 3]), [_r(5, 2)]),
+    GradCase("SegmentMin", lambda d: tf.segment_min(d, [0, 1, 1, 1, 3]), [_r(5, 2)]),
+    GradCase("UnsortedSegmentSum", lambda d: tf.unsorted_segment_sum(d, [2, 0, 2, -1, 0], 4),
+             [_r(5, 2)]),
+    # every segment gets rows: an empty one is the dtype's lowest (highest), beyond finite differences
+    GradCase("UnsortedSegmentMax", lambda d: tf.unsorted_segment_max(d, [2, 0, 2, -1, 1], 3),
+             [_r(5, 2)]),
+    GradCase("UnsortedSegmentMin", lambda d: tf.unsorted_segment_min(d, [[1, 0], [-1, 1]], 2),
+             [_r(2, 2, 3)]),
+    GradCase("UnsortedSegmentSum", lambda d: tf.unsorted_segment_mean(d, [2, 0, 2, -1, 0], 4),
+             [_r(5, 2)], name="UnsortedSegmentSum_mean"),
+    GradCase("UnsortedSegmentSum", lambda d: tf.unsorted_segment_sqrt_n(d, [2, 0, 2, 2, 0], 3),
+             [_r(5, 2)], name="UnsortedSegmentSum_sqrt_n"),
+    GradCase("MatrixBandPart", lambda x: tf.matrix_band_part(x, 1, 0), [_r(2, 3, 4)]),
+    GradCase("MatrixDiag", tf.matrix_diag, [_r(2, 3)]),
+    GradCase("MatrixDiag", tf.diag, [_r(2, 2)], name="MatrixDiag_diag"),
+    GradCase("MatrixDiagPart", tf.matrix_diag_part, [_r(2, 3, 4)]),
+    GradCase("MatrixDiagPart", tf.matrix_diag_part, [_r(4, 2)], name="MatrixDiagPart_tall"),
+    GradCase("MatrixDiagPart", tf.diag_part, [_r(2, 3, 2, 3)], name="MatrixDiagPart_diag_part"),
+    GradCase("BroadcastTo", lambda x, y: tf.add_n(tf.meshgrid(x, y * 2.0)), [_r(3), _r(2)],
+             name="BroadcastTo_meshgrid"),
 ]
 
 
@@ -589,3 +623,318 @@ def test_unsorted_segment_sum_of_mostly_distinct_rows_sums_in_input_order(segmen
     with tf.Graph().as_default():
         got = tf.Session().run(tf.unsorted_segment_sum(values, ids, segments))
     np.testing.assert_array_equal(got, expected)
+
+
+# -- gather_nd, scatter_nd, segment reductions, sequence_mask, matrix ops, meshgrid, lin_space ---
+# The expected values, shapes and messages below came from TensorFlow 2.21
+# (tensorflow.compat.v1 with v2 behaviour disabled; lin_space from gen_math_ops, TF1's LinSpace op).
+P = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+D = np.array([[1, 2], [3, -4], [5, 6], [-7, 8], [9, 1]], np.float32)
+M = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+LO32, HI32 = float(np.finfo(np.float32).min), float(np.finfo(np.float32).max)
+I64 = np.iinfo(np.int64)
+
+
+def _f32(v):
+    return np.array(v, np.float32)
+
+
+TF_VALUE_CASES = {
+    "gather_nd_tuples": (lambda: tf.gather_nd(P, [[1, 2], [0, 0]]),
+                         _f32([[20, 21, 22, 23], [0, 1, 2, 3]])),
+    "gather_nd_full_index": (lambda: tf.gather_nd(P, [[[1, 2, 3]], [[0, 1, 0]]]), _f32([[23], [4]])),
+    "gather_nd_depth0": (lambda: tf.gather_nd(P[0], np.zeros((2, 0), np.int32)), np.stack([P[0], P[0]])),
+    "gather_nd_vector_index": (lambda: tf.gather_nd(P, [1, 0]), _f32([12, 13, 14, 15])),
+    "gather_nd_int64": (lambda: tf.gather_nd(np.arange(6).reshape(3, 2), tf.constant([[1], [0]], tf.int64)),
+                        np.array([[2, 3], [0, 1]], np.int64)),
+    "scatter_nd_duplicates_add": (lambda: tf.scatter_nd([[1], [3], [1]], [1.0, 2.0, 3.0], [5]),
+                                  _f32([0, 4, 0, 2, 0])),
+    "scatter_nd_slices": (lambda: tf.scatter_nd([[1, 0], [0, 2]], [[1.0, 2.0], [3.0, 4.0]], [2, 3, 2]),
+                          _f32([[[0, 0], [0, 0], [3, 4]], [[1, 2], [0, 0], [0, 0]]])),
+    "scatter_nd_int64": (lambda: tf.scatter_nd(tf.constant([[0], [2]], tf.int64), [5, 6], [3]),
+                         np.array([5, 0, 6], np.int32)),
+    "segment_sum": (lambda: tf.segment_sum(D, [0, 0, 2, 2, 3]), _f32([[4, -2], [0, 0], [-2, 14], [9, 1]])),
+    "segment_mean": (lambda: tf.segment_mean(D, [0, 0, 2, 2, 3]), _f32([[2, -1], [0, 0], [-1, 7], [9, 1]])),
+    "segment_max": (lambda: tf.segment_max(D, [0, 0, 2, 2, 3]), _f32([[3, 2], [0, 0], [5, 8], [9, 1]])),
+    "segment_min": (lambda: tf.segment_min(D, [0, 0, 2, 2, 3]), _f32([[1, -4], [0, 0], [-7, 6], [9, 1]])),
+    "segment_sum_int64_ids": (lambda: tf.segment_sum(D, tf.constant([0, 0, 1, 1, 1], tf.int64)),
+                              _f32([[4, -2], [7, 15]])),
+    "segment_mean_int_truncates": (lambda: tf.segment_mean(np.array([-3, -4, 5, 7, -7]), [0, 0, 1, 1, 1]),
+                                   np.array([-3, 1], np.int64)),
+    "segment_max_int": (lambda: tf.segment_max(np.arange(5), [0, 0, 2, 2, 2]), np.array([1, 0, 4])),
+    "segment_sum_empty": (lambda: tf.segment_sum(np.zeros((0, 2), np.float32), np.zeros(0, np.int32)),
+                          np.zeros((0, 2), np.float32)),
+    "unsorted_segment_sum_negative_ids": (lambda: tf.unsorted_segment_sum(D, [3, 0, 3, -1, 0], 5),
+                                          _f32([[12, -3], [0, 0], [0, 0], [6, 8], [0, 0]])),
+    "unsorted_segment_max": (lambda: tf.unsorted_segment_max(D, [3, 0, 3, -1, 0], 5),
+                             _f32([[9, 1], [LO32, LO32], [LO32, LO32], [5, 6], [LO32, LO32]])),
+    "unsorted_segment_min": (lambda: tf.unsorted_segment_min(D, [3, 0, 3, -1, 0], 5),
+                             _f32([[3, -4], [HI32, HI32], [HI32, HI32], [1, 2], [HI32, HI32]])),
+    "unsorted_segment_mean": (lambda: tf.unsorted_segment_mean(D, [3, 0, 3, -1, 0], 5),
+                              _f32([[6, -1.5], [0, 0], [0, 0], [3, 4], [0, 0]])),
+    "unsorted_segment_sqrt_n": (lambda: tf.unsorted_segment_sqrt_n(D, [3, 0, 3, -1, 0], 5),
+                                _f32([[8.485281944274902, -2.1213204860687256], [0, 0], [0, 0],
+                                      [4.242640972137451, 5.656854152679443], [0, 0]])),
+    "unsorted_segment_max_int64": (lambda: tf.unsorted_segment_max(np.arange(5), [3, 0, 3, -1, 0], 5),
+                                   np.array([4, I64.min, I64.min, 2, I64.min], np.int64)),
+    "unsorted_segment_min_2d_ids": (
+        lambda: tf.unsorted_segment_min(P[0], [[1, 0, 1, 0], [-1, 1, 0, 2], [2, 2, 2, 2]], 4),
+        _f32([1, 0, 7, HI32])),
+    "unsorted_segment_mean_int": (lambda: tf.unsorted_segment_mean(np.arange(5), [0, 1, 0, 1, 1], 2),
+                                  np.array([1.0, 2.6666666666666665])),
+    "sequence_mask": (lambda: tf.sequence_mask([1, 3, 0], 4),
+                      np.array([[1, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 0]], bool)),
+    "sequence_mask_default_maxlen": (lambda: tf.sequence_mask([1, 3, 2]),
+                                     np.array([[1, 0, 0], [1, 1, 1], [1, 1, 0]], bool)),
+    "sequence_mask_2d_float": (lambda: tf.sequence_mask([[1, 3], [2, 0]], 3, dtype=tf.float32),
+                               _f32([[[1, 0, 0], [1, 1, 1]], [[1, 1, 0], [0, 0, 0]]])),
+    "sequence_mask_int64": (lambda: tf.sequence_mask(tf.constant([1, 3], tf.int64), 3, dtype=tf.int32),
+                            np.array([[1, 0, 0], [1, 1, 1]], np.int32)),
+    "sequence_mask_float_lengths": (lambda: tf.sequence_mask([1.5, 2.0], 3),
+                                    np.array([[1, 0, 0], [1, 1, 0]], bool)),
+    "band_part_lower": (lambda: tf.matrix_band_part(M, 1, 0),
+                        _f32([[1, 0, 0, 0], [5, 6, 0, 0], [0, 10, 11, 0]])),
+    "band_part_upper_band": (lambda: tf.matrix_band_part(M, -1, 1),
+                             _f32([[1, 2, 0, 0], [5, 6, 7, 0], [9, 10, 11, 12]])),
+    "band_part_upper_triangle": (lambda: tf.matrix_band_part(M, 0, -1),
+                                 _f32([[1, 2, 3, 4], [0, 6, 7, 8], [0, 0, 11, 12]])),
+    "band_part_batch": (lambda: tf.matrix_band_part(np.stack([M, -M]), 1, 2),
+                        _f32([[[1, 2, 3, 0], [5, 6, 7, 8], [0, 10, 11, 12]],
+                              [[-1, -2, -3, 0], [-5, -6, -7, -8], [0, -10, -11, -12]]])),
+    "band_part_int64_counts": (
+        lambda: tf.matrix_band_part(M, tf.constant(2, tf.int64), tf.constant(0, tf.int64)),
+        _f32([[1, 0, 0, 0], [5, 6, 0, 0], [9, 10, 11, 0]])),
+    "matrix_diag": (lambda: tf.matrix_diag([[1.0, 2.0], [3.0, 4.0]]),
+                    _f32([[[1, 0], [0, 2]], [[3, 0], [0, 4]]])),
+    "matrix_diag_int": (lambda: tf.matrix_diag([1, 2, 3]),
+                        np.array([[1, 0, 0], [0, 2, 0], [0, 0, 3]], np.int32)),
+    "matrix_diag_part_wide": (lambda: tf.matrix_diag_part(M), _f32([1, 6, 11])),
+    "matrix_diag_part_tall_batch": (lambda: tf.matrix_diag_part(np.stack([M.T, -M.T])),
+                                    _f32([[1, 6, 11], [-1, -6, -11]])),
+    "diag": (lambda: tf.diag([1.0, 2.0, 3.0]), _f32([[1, 0, 0], [0, 2, 0], [0, 0, 3]])),
+    "diag_2d": (lambda: tf.diag([[1, 2], [3, 4]]),
+                np.array([[[[1, 0], [0, 0]], [[0, 2], [0, 0]]], [[[0, 0], [3, 0]], [[0, 0], [0, 4]]]],
+                         np.int32)),
+    "diag_part": (lambda: tf.diag_part(np.arange(16, dtype=np.float32).reshape(4, 4)), _f32([0, 5, 10, 15])),
+    "diag_part_4d": (lambda: tf.diag_part(np.arange(36.0).reshape(2, 3, 2, 3)),
+                     np.array([[0.0, 7.0, 14.0], [21.0, 28.0, 35.0]])),
+    "meshgrid_xy": (lambda: tf.meshgrid([1, 2, 3], [4, 5]),
+                    [np.array([[1, 2, 3], [1, 2, 3]], np.int32), np.array([[4, 4, 4], [5, 5, 5]], np.int32)]),
+    "meshgrid_ij": (lambda: tf.meshgrid([1, 2, 3], [4, 5], indexing="ij"),
+                    [np.array([[1, 1], [2, 2], [3, 3]], np.int32),
+                     np.array([[4, 5], [4, 5], [4, 5]], np.int32)]),
+    # TF agreed with numpy's meshgrid on these (grids of shape [3, 2, 4] and [2, 3, 4])
+    "meshgrid_xy_3d": (lambda: tf.meshgrid([1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0]),
+                       list(np.meshgrid(_f32([1, 2]), _f32([3, 4, 5]), _f32([6, 7, 8, 9])))),
+    "meshgrid_ij_3d": (lambda: tf.meshgrid([1, 2], [3, 4, 5], [6, 7, 8, 9], indexing="ij"),
+                       list(np.meshgrid(*(np.array(v, np.int32) for v in ([1, 2], [3, 4, 5], [6, 7, 8, 9])),
+                                        indexing="ij"))),
+    "meshgrid_one": (lambda: tf.meshgrid([1.0, 2.0]), [_f32([1, 2])]),
+    "lin_space": (lambda: tf.lin_space(0.0, 1.0, 5), _f32([0, 0.25, 0.5, 0.75, 1])),
+    "lin_space_one": (lambda: tf.lin_space(3.0, 7.0, 1), _f32([3])),
+    # start + i * step in float32, the last entry exactly stop: TF's rounding, bit for bit
+    "lin_space_inexact": (lambda: tf.lin_space(0.1, 0.7, 7),
+                          _f32([0.10000000149011612, 0.19999998807907104, 0.29999998211860657,
+                                0.3999999761581421, 0.4999999701976776, 0.5999999642372131,
+                                0.699999988079071])),
+    "lin_space_float64": (lambda: tf.lin_space(np.float64(0.1), np.float64(0.7), 7),
+                          np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])),
+    "lin_space_down": (lambda: tf.lin_space(5.0, -5.0, 3), _f32([5, 0, -5])),
+    "lin_space_int64_num": (lambda: tf.linspace(-1.0, 2.0, tf.constant(4, tf.int64)), _f32([-1, 0, 1, 2])),
+}
+
+
+@pytest.mark.parametrize("device", ["/cpu:0", "/gpu:0"])
+@pytest.mark.parametrize("name", sorted(TF_VALUE_CASES))
+def test_values_match_tensorflow(name, device, monkeypatch):
+    """Values and dtypes as TensorFlow's, on the CPU and on a GPU (the stand-in cupy)."""
+    build, expected = TF_VALUE_CASES[name]
+    expected = expected if isinstance(expected, list) else [expected]
+    with contextlib.ExitStack() as stack:
+        if device != "/cpu:0":
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+            stack.enter_context(fake_cupy.installed(num_gpus=1))
+        with tf.Graph().as_default():
+            with tf.device(device):
+                y = build()
+            out = _run(y)
+    ys, out = (y, out) if isinstance(y, list) else ([y], [out])
+    assert len(out) == len(expected)
+    for t, o, e in zip(ys, out, expected):
+        assert type(o) is np.ndarray and o.dtype == e.dtype, (o.dtype, e.dtype)
+        np.testing.assert_array_equal(o, e)
+        assert t.get_shape().is_compatible_with(e.shape)
+
+
+def test_static_shapes_of_the_nd_segment_and_matrix_ops():
+    ph = tf.placeholder
+    with tf.Graph().as_default():
+        n = ph(tf.int32, [])
+        x3 = ph(tf.float32, [None, 3])
+        u = ph(tf.float32)
+        ids = ph(tf.int32, [None])
+        cases = [
+            (tf.gather_nd(x3, ph(tf.int32, [5, None, 1])), [5, None, 3]),
+            (tf.gather_nd(x3, ph(tf.int32, [5, None])), None),
+            (tf.gather_nd(u, ph(tf.int32, [5, 2])), None),
+            (tf.gather_nd(P, [[1, 2], [0, 0]]), [2, 4]),
+            (tf.scatter_nd(ph(tf.int32, [None, 1]), x3, ph(tf.int32, [2])), [None, None]),
+            (tf.scatter_nd(ph(tf.int32, [None, 1]), x3, tf.stack([n, 3])), [None, 3]),
+            (tf.scatter_nd([[1]], [2.0], [4]), [4]),
+            (tf.segment_sum(x3, ids), [None, 3]),
+            (tf.segment_max(x3, [0, 0]), [None, 3]),
+            (tf.segment_mean(u, [0, 0]), None),
+            (tf.unsorted_segment_max(x3, ids, 7), [7, 3]),
+            (tf.unsorted_segment_mean(x3, ids, 7), [7, 3]),
+            (tf.unsorted_segment_min(x3, ids, n), [None, 3]),
+            (tf.sequence_mask(ids, 5), [None, 5]),
+            (tf.sequence_mask(ids), [None, None]),
+            (tf.sequence_mask(ph(tf.int32), 4), None),
+            (tf.matrix_band_part(ph(tf.float32, [None, 2, None]), 1, 0), [None, 2, None]),
+            (tf.matrix_diag(x3), [None, 3, 3]),
+            (tf.matrix_diag(u), None),
+            (tf.matrix_diag_part(ph(tf.float32, [5, None, 3])), [5, None]),
+            (tf.matrix_diag_part(ph(tf.float32, [5, 4, 3])), [5, 3]),
+            (tf.matrix_diag_part(ph(tf.float32, [5, 2, None])), [5, None]),
+            (tf.diag(ph(tf.float32, [None, 2])), [None, 2, None, 2]),
+            (tf.diag_part(ph(tf.float32, [None, 3, 2, None])), [2, 3]),
+            (tf.diag_part(x3), [3]),
+            (tf.lin_space(0.0, 1.0, n), [None]),
+            (tf.lin_space(0.0, 1.0, 5), [5]),
+        ]
+        for t, want in cases:
+            assert _shape(t) == want, (t.name, _shape(t), want)
+        vectors = ph(tf.float32, [None]), ph(tf.float32, [3])
+        assert [_shape(t) for t in tf.meshgrid(*vectors)] == [[3, None]] * 2
+        assert [_shape(t) for t in tf.meshgrid(*vectors, indexing="ij")] == [[None, 3]] * 2
+        assert tf.meshgrid() == []
+
+
+def test_build_time_errors_of_the_nd_segment_and_matrix_ops():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [4, 3, 2])
+        cases = [
+            (lambda: tf.gather_nd(P, [[1, 0, 0, 0]]), r"indices.shape\[-1\] must be <= params.rank.*"
+                                                      r"\(1, 4\).*\(2, 3, 4\)"),
+            (lambda: tf.gather_nd(P, 1), r"rank at least 1, got a scalar"),
+            (lambda: tf.scatter_nd([[0], [1]], [1, 2], [4, 2]),
+             r"indices \(2, 1\), updates \(2\), shape \(4, 2\)"),
+            (lambda: tf.scatter_nd([7], [1.0], [5]), r"indices \(1\), updates \(1\), shape \(5\)"),
+            (lambda: tf.segment_sum(D, [[0, 0, 1, 1, 1]]), r"must be a vector, got shape \(1, 5\)"),
+            (lambda: tf.segment_sum(5.0, [0]), r"rank at least 1, got a scalar"),
+            (lambda: tf.unsorted_segment_max(D, [0, 1], 2), r"\(2\) must match the first dim.*\(5, 2\)"),
+            (lambda: tf.sequence_mask([1, 2], -1), r"Requires start <= limit when delta > 0: 0/-1"),
+            (lambda: tf.sequence_mask([1, 2], [3]), r"`maxlen` must be scalar"),
+            (lambda: tf.matrix_diag(5.0), r"rank at least 1, got a scalar"),
+            (lambda: tf.matrix_diag_part(np.arange(3.0)), r"rank at least 2, got shape \(3\)"),
+            (lambda: tf.diag(5.0), r"rank at least 1, got a scalar"),
+            (lambda: tf.diag_part(np.zeros((3, 4))), r"shape s \+ s, got \(3, 4\)"),
+            (lambda: tf.diag_part(x), r"even and non-zero rank.*\(4, 3, 2\)"),
+            (lambda: tf.diag_part(5.0), r"even and non-zero rank"),
+            (lambda: tf.meshgrid([1, 2], [3], indexing="xx"), r"must be either 'xy' or 'ij', got 'xx'"),
+            (lambda: tf.lin_space(0.0, 1.0, 0), r"Requires num > 0: 0"),
+            (lambda: tf.lin_space([0.0], 1.0, 3), r"start must be a scalar"),
+        ]
+        for build, pattern in cases:
+            with pytest.raises(ValueError, match=pattern):
+                build()
+        type_errors = [
+            (lambda: tf.gather_nd(P, [1.0]), r"gather_nd indices must be int32 or int64, got float32"),
+            (lambda: tf.scatter_nd([[0.5]], [1.0], [2]), r"scatter_nd indices must be int32 or int64"),
+            (lambda: tf.scatter_nd([[0], [1]], [1, 2], tf.constant([4], tf.int64)),
+             r"Input 'shape' of 'ScatterNd' Op has type int64 that does not match type int32"),
+            (lambda: tf.segment_sum(D, [0.0] * 5), r"segment_ids must be int32 or int64"),
+            (lambda: tf.unsorted_segment_sqrt_n(np.arange(5), [0, 1, 0, 1, 1], 2), r"int64"),
+            (lambda: tf.meshgrid([1, 2, 3], [4.0, 5.0]), r"one dtype, got int32, float32"),
+            (lambda: tf.meshgrid([1], bad=1), r"unexpected keyword argument 'bad'"),
+            (lambda: tf.lin_space(0, 1, 5), r"start must be float32 or float64, got int32"),
+            (lambda: tf.lin_space(0.0, 1.0, 3.0), r"num must be int32 or int64, got float32"),
+            (lambda: tf.lin_space(tf.constant(0.0, tf.float64), tf.constant(1.0), 3),
+             r"Input 'stop' of 'LinSpace' Op has type float32 that does not match type float64"),
+        ]
+        for build, pattern in type_errors:
+            with pytest.raises(TypeError, match=pattern):
+                build()
+
+
+def test_run_time_errors_of_the_nd_segment_and_matrix_ops():
+    with tf.Graph().as_default():
+        n = tf.placeholder(tf.int32, [])
+        ids = tf.placeholder(tf.int32, [None])
+        cases = [
+            (tf.gather_nd(P, [[2, 0]]), r"^indices\[0\] = \[2, 0\] does not index into param shape "
+                                        r"\[2,3,4\]$"),
+            (tf.gather_nd(P, [[1, 0], [0, -1]]), r"^indices\[1\] = \[0, -1\] does not index into param"),
+            (tf.gather_nd(P, [[[1, 0], [0, 0]], [[0, 1], [1, 9]]]), r"^indices\[1,1\] = \[1, 9\] does not"),
+            (tf.gather_nd(P, [2, 0]), r"^indices = \[2, 0\] does not index into param shape \[2,3,4\]$"),
+            (tf.scatter_nd([[5]], [1.0], [5]), r"^indices\[0\] = \[5\] does not index into shape \[5\]$"),
+            (tf.scatter_nd([[-1]], [1.0], [5]), r"^indices\[0\] = \[-1\] does not index into shape \[5\]$"),
+            (tf.scatter_nd([[1, 2], [0, 7]], [1.0, 2.0], [5, 3]), r"^indices\[1\] = \[0, 7\] does not index "
+                                                                 r"into shape \[5,3\]$"),
+            (tf.scatter_nd([[0], [1]], [1, 2], tf.stack([n - 2])),
+             r"^Indices and updates specified for empty output shape$"),
+            (tf.scatter_nd([[0]], [1.0], tf.stack([n - 3])), r"^Dimension -1 must be >= 0"),
+            (tf.scatter_nd([[0, 1, 2]], [1], [4, 2]), r"indices \[1, 3\], updates \[1\], shape \[4, 2\]"),
+            (tf.segment_sum(D, [0, 1, 0, 2, 3]), r"^segment ids are not increasing$"),
+            (tf.segment_max(np.arange(4.0), [0, -1, 1, 1]), r"^segment ids are not increasing$"),
+            (tf.segment_sum(D, [-1, 0, 0, 2, 3]), r"^Segment id -1 out of range \[0, 4\), possibly because "
+                                                  r"'segment_ids' input is not sorted.$"),
+            (tf.segment_mean(D, ids), r"^segment_ids should be the same size as dimension 0 of input"),
+            (tf.unsorted_segment_max(D, [3, 0, 3, 9, 0], 5), r"^segment_ids\[3\] = 9 is out of range "
+                                                             r"\[0, 5\)$"),
+            (tf.unsorted_segment_sum(D, [3, 0, 3, 9, 0], 5), r"^segment_ids\[3\] = 9 is out of range "
+                                                             r"\[0, 5\)$"),
+            (tf.unsorted_segment_min(np.zeros((2, 3)), [[1, 0, 1], [-1, 5, 0]], n),
+             r"^segment_ids\[1,1\] = 5 is out of range \[0, 2\)$"),
+            (tf.matrix_band_part(M, n + 3, 0), r"^num_lower must be negative or less or equal to number of "
+                                               r"rows \(3\) got: 5$"),
+            (tf.matrix_band_part(M, 0, n + 3), r"^num_upper must be negative or less or equal to number of "
+                                               r"columns \(4\) got: 5$"),
+            (tf.matrix_band_part(np.arange(3.0), 1, 0), r"^input must be at least 2-dim, received shape: "
+                                                        r"\[3\]$"),
+            (tf.matrix_band_part(M, [1], 0), r"^num_lower must be scalar, got shape \[1\]$"),
+            (tf.lin_space(0.0, 1.0, n - 2), r"^Requires num > 0: 0$"),
+        ]
+        with tf.Session() as sess:
+            for t, pattern in cases:
+                with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                    sess.run(t, {n: 2, ids: [0, 0, 1]})
+                assert re.search(pattern, info.value.message), (t.op.name, info.value.message)
+                assert info.value.op_name == t.op.name
+
+
+def test_segment_max_min_gradients_split_ties_as_tensorflow():
+    """The gradient of a max (min) goes to the entries equal to it, split evenly among ties;
+    negative ids get none. The numbers are TensorFlow's for d(sum(w * y))/d data, w = 1, 2, ..."""
+    data = np.array([[1.0, 5.0], [5.0, 2.0], [5.0, 5.0], [0.0, 1.0]])
+
+    def grad(build):
+        x = tf.constant(data)
+        y = build(x)
+        w = tf.reshape(tf.cast(tf.range(1, 1 + tf.size(y)), y.dtype), tf.shape(y))
+        return tf.gradients(tf.reduce_sum(y * w), [x])[0]
+
+    with tf.Graph().as_default():
+        got = _run([grad(lambda x: tf.segment_max(x, [0, 0, 0, 1])),
+                    grad(lambda x: tf.segment_min(x, [0, 0, 1, 1])),
+                    grad(lambda x: tf.unsorted_segment_max(x, [1, 1, -1, 1], 3)),
+                    grad(lambda x: tf.unsorted_segment_min(x, [2, 0, 2, 0], 3)),
+                    grad(lambda x: tf.segment_mean(x, [0, 0, 0, 2])),
+                    grad(lambda x: tf.unsorted_segment_mean(x, [0, -1, 0, 2], 3)),
+                    grad(lambda x: tf.unsorted_segment_sqrt_n(x, [0, -1, 0, 2], 3)),
+                    grad(lambda x: tf.gather_nd(x, [[1, 0], [3, 1], [1, 0]])),
+                    grad(lambda x: tf.scatter_nd([[1], [3], [1]], x[:3], [5, 2])),
+                    grad(lambda x: tf.matrix_diag_part(x))])
+    third, r2 = 1 / 3, 0.7071067811865475
+    want = [[[0, 1], [0.5, 0], [0.5, 1], [3, 4]],
+            [[1, 0], [0, 2], [0, 0], [3, 4]],
+            [[0, 4], [3, 0], [0, 0], [0, 0]],
+            [[5, 3], [0, 0], [0, 3], [1, 2]],
+            [[third, 2 * third], [third, 2 * third], [third, 2 * third], [5, 6]],
+            [[0.5, 1], [0, 0], [0.5, 1], [5, 6]],
+            [[r2, 2 * r2], [0, 0], [r2, 2 * r2], [5, 6]],
+            [[0, 0], [4, 0], [0, 0], [0, 2]],
+            [[3, 4], [7, 8], [3, 4], [0, 0]],
+            [[1, 0], [0, 2], [0, 0], [0, 0]]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-15)

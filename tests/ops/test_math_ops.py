@@ -1,6 +1,7 @@
 """Math ops: values against numpy, dtypes, static shapes, gradients, operators and error messages."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -80,6 +81,30 @@ GRAD_CASES = [
              name="ReduceLogSumExp_axis"),
     GradCase("ReduceLogSumExp", lambda x: tf.reduce_logsumexp(x, keepdims=True), [_r(2, 3)],
              name="ReduceLogSumExp_all"),
+    GradCase("Softplus", tf.log_sigmoid, [3 * _r(2, 3)], name="log_sigmoid"),
+    GradCase("Cumsum", lambda x: tf.cumsum(x, 1), [_r(2, 4)]),
+    GradCase("Cumsum", lambda x: tf.cumsum(x, 0, exclusive=True, reverse=True), [_r(3, 2)],
+             name="Cumsum_exclusive_reverse"),
+    GradCase("Cumprod", lambda x: tf.cumprod(x, -1), [_nonzero(2, 4)]),
+    GradCase("Cumprod", lambda x: tf.cumprod(x, 0, exclusive=True), [_nonzero(3, 2)],
+             name="Cumprod_exclusive"),
+    GradCase("Cumprod", lambda x: tf.cumprod(x, 1, reverse=True), [_nonzero(2, 3)],
+             name="Cumprod_reverse"),
+    GradCase("MatMul", lambda a, b: tf.tensordot(a, b, [[0, 2], [1, 0]]), [_r(2, 3, 4), _r(4, 2, 5)],
+             name="tensordot"),
+    GradCase("Einsum", lambda a, b: tf.einsum("ij,jk->ik", a, b), [_r(2, 3), _r(3, 4)]),
+    GradCase("Einsum", lambda a, b: tf.einsum("ij,kj", a, b), [_r(2, 3), _r(4, 3)],
+             name="Einsum_implicit"),
+    GradCase("Einsum", lambda x: tf.einsum("ijk->kj", x), [_r(2, 3, 4)], name="Einsum_reduce"),
+    GradCase("Einsum", lambda a, b: tf.einsum("ij,k->", a, b), [_r(2, 3), _r(4)],
+             name="Einsum_sum_each"),
+    GradCase("Einsum", lambda a, b: tf.einsum("...ij,...jk->...ik", a, b),
+             [_r(2, 2, 3), _r(2, 3, 2)], name="Einsum_ellipsis"),
+    GradCase("Einsum", lambda a, b, c: tf.einsum("ij,jk,kl->il", a, b, c),
+             [_r(2, 3), _r(3, 2), _r(2, 2)], name="Einsum_three"),
+    GradCase("Einsum", lambda x: tf.einsum("ii", x), [_r(3, 3)], name="Einsum_trace"),
+    GradCase("Einsum", lambda a, b: tf.einsum("iij,jk->ik", a, b), [_r(2, 2, 3), _r(3, 2)],
+             name="Einsum_diagonal"),
 ]
 
 
@@ -632,3 +657,388 @@ def test_div_no_nan_is_zero_where_the_divisor_is_and_so_is_its_gradient():
     np.testing.assert_array_equal(out, [0.5, 0.0, -0.75])
     np.testing.assert_array_equal(dx, [0.5, 0.0, -0.25])
     np.testing.assert_array_equal(dy, [-0.25, 0.0, -3.0 / 16])
+
+
+# -- Cumsum, Cumprod -----------------------------------------------------------------------------
+# Expected values in this and the following sections were computed with TensorFlow 2.21
+# (tensorflow.compat.v1, graph mode); TensorFlow is not needed to run these tests.
+SCAN_X = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+SCAN_CASES = [  # (axis, exclusive, reverse, cumsum, cumprod)
+    (0, False, False, [[1, 2, 3], [5, 7, 9]], [[1, 2, 3], [4, 10, 18]]),
+    (0, False, True, [[5, 7, 9], [4, 5, 6]], [[4, 10, 18], [4, 5, 6]]),
+    (0, True, False, [[0, 0, 0], [1, 2, 3]], [[1, 1, 1], [1, 2, 3]]),
+    (0, True, True, [[4, 5, 6], [0, 0, 0]], [[4, 5, 6], [1, 1, 1]]),
+    (1, False, False, [[1, 3, 6], [4, 9, 15]], [[1, 2, 6], [4, 20, 120]]),
+    (1, False, True, [[6, 5, 3], [15, 11, 6]], [[6, 6, 3], [120, 30, 6]]),
+    (-1, True, False, [[0, 1, 3], [0, 4, 9]], [[1, 1, 2], [1, 4, 20]]),
+    (-1, True, True, [[5, 3, 0], [11, 6, 0]], [[6, 3, 1], [30, 6, 1]]),
+]
+
+
+@pytest.mark.parametrize("axis,exclusive,reverse,sums,prods", SCAN_CASES)
+def test_cumsum_cumprod_match_tf(axis, exclusive, reverse, sums, prods):
+    with tf.Graph().as_default():
+        x = tf.constant(SCAN_X)
+        s = tf.cumsum(x, axis, exclusive=exclusive, reverse=reverse)
+        p = tf.cumprod(x, axis, exclusive=exclusive, reverse=reverse)
+        assert (s.op.type, p.op.type) == ("Cumsum", "Cumprod")
+        assert s.get_shape().as_list() == [2, 3] and s.dtype == tf.float32
+        out_s, out_p = _run([s, p])
+    np.testing.assert_array_equal(out_s, np.array(sums, np.float32))
+    np.testing.assert_array_equal(out_p, np.array(prods, np.float32))
+
+
+def test_cumsum_cumprod_integer_dtypes_wrap_as_tf():
+    with tf.Graph().as_default():
+        out = _run([tf.cumsum(tf.constant([3, -1, 4, 1], tf.int32), exclusive=True),
+                    tf.cumprod(tf.constant([3, -1, 4, 1], tf.int64), reverse=True),
+                    tf.cumsum(tf.constant([200, 100], tf.uint8)),
+                    tf.cumsum(tf.constant([0.1] * 5, tf.float16)),
+                    tf.cumsum(tf.zeros([0, 2]), exclusive=True)])
+    assert [o.dtype for o in out] == [np.int32, np.int64, np.uint8, np.float16, np.float32]
+    np.testing.assert_array_equal(out[0], [0, 3, 2, 6])
+    np.testing.assert_array_equal(out[1], [-12, -4, 4, 1])
+    np.testing.assert_array_equal(out[2], [200, 44])
+    np.testing.assert_array_equal(out[3], np.array([0.1, 0.2, 0.2998, 0.4, 0.5], np.float16))
+    assert out[4].shape == (0, 2)
+
+
+def test_cumsum_static_shape_and_axis_as_a_constant_tensor():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        assert tf.cumsum(x, 1).get_shape().as_list() == [None, 3]
+        assert tf.cumprod(tf.placeholder(tf.float32)).get_shape().ndims is None
+        y = tf.cumsum(x, tf.constant(1, tf.int64))
+        np.testing.assert_array_equal(_run(y, {x: SCAN_X}), [[1, 3, 6], [4, 9, 15]])
+
+
+def test_scan_errors_as_tf():
+    with tf.Graph().as_default():
+        with pytest.raises(TypeError, match="parameter 'x' of Cumsum has DataType bool"):
+            tf.cumsum(tf.constant([True]))
+        with pytest.raises(TypeError, match="parameter 'axis' of Cumprod has DataType float"):
+            tf.cumprod(SCAN_X, 1.0)
+        # A bad axis is found when the op runs, as TF's ScanOp does.
+        x = tf.constant(SCAN_X)
+        for bad, msg in [(2, r"range \[-2, 2\), but got 2"), (-3, r"range \[-2, 2\), but got -1"),
+                         ([1], r"axis must be a scalar, not \[1\]")]:
+            y = tf.cumsum(x, bad)
+            with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+                _run(y)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"range \[0, 0\), but got 0"):
+            _run(tf.cumsum(tf.constant(3.0)))
+
+
+def test_cumsum_gradient_is_a_reversed_cumsum():
+    with tf.Graph().as_default():
+        x = tf.constant(SCAN_X)
+        y = tf.cumsum(x, 1, exclusive=True)
+        g, = tf.gradients(tf.reduce_sum(y * tf.constant([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]])), [x])
+        np.testing.assert_array_equal(_run(g), [[5.0, 3.0, 0.0], [2.5, 2.0, 0.0]])
+
+
+@pytest.mark.parametrize("exclusive,reverse,expected", [
+    (False, False, [[1.0, 0.0, 0.0], [1.0, 0.25, 0.0]]),
+    (False, True, [[0.0, 0.0, 3.0], [0.0, 0.0, 0.0]]),
+    (True, False, [[2.0, 0.0, 0.0], [8.5, 1.0, 0.0]]),
+    (True, True, [[0.0, 0.0, 2.0], [0.0, 0.0, 0.0]]),
+])
+def test_cumprod_gradient_with_zeros_is_tfs(exclusive, reverse, expected):
+    # TF's _CumprodGrad divides by x (div_no_nan): not the true gradient where x is 0, but TF's.
+    with tf.Graph().as_default():
+        x = tf.constant([[2.0, 0.0, 3.0], [0.5, 4.0, 0.0]], tf.float64)
+        y = tf.cumprod(x, 1, exclusive=exclusive, reverse=reverse)
+        w = tf.constant([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], tf.float64)
+        g, = tf.gradients(tf.reduce_sum(y * w), [x])
+        np.testing.assert_allclose(_run(g), expected, rtol=1e-12)
+
+
+# -- tensordot, einsum ---------------------------------------------------------------------------
+TD_A = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 10
+TD_B = np.arange(12, dtype=np.float32).reshape(4, 3) - 5
+TD_1 = [[[1.2, 1.8000001, 2.4], [0.39999986, 2.6000001, 4.8], [-0.4000001, 3.4, 7.2]],
+        [[-1.2000003, 4.2, 9.599999], [-1.9999995, 4.9999995, 12.0], [-2.8000002, 5.799999, 14.4]]]
+TD_NEG = [[[-4.0, -0.4, 3.2, 6.8], [-5.2, -0.7, 3.8, 8.3], [-6.4, -1.0, 4.4, 9.8],
+           [-7.6000004, -1.3, 5.0, 11.3]],
+          [[-18.4, -4.0, 10.4, 24.8], [-19.6, -4.3, 11.0, 26.3], [-20.8, -4.6, 11.6, 27.8],
+           [-22.0, -4.9, 12.2, 29.3]]]
+
+
+@pytest.mark.parametrize("axes,expected", [
+    (1, TD_1), ((2, 0), TD_1), ([[2], [0]], TD_1), ([[1, 2], [1, 0]], [11.0, 18.199999]),
+    ([[-2], [-1]], TD_NEG),
+])
+def test_tensordot_matches_tf(axes, expected):
+    with tf.Graph().as_default():
+        out = tf.tensordot(tf.constant(TD_A), tf.constant(TD_B), axes)
+        assert out.get_shape().as_list() == list(np.shape(expected)) and out.dtype == tf.float32
+        np.testing.assert_allclose(_run(out), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_tensordot_outer_product_and_ints():
+    with tf.Graph().as_default():
+        outer = tf.tensordot(tf.constant(SCAN_X), tf.constant([1.0, -1.0]), 0)
+        ints = tf.tensordot(tf.constant(np.arange(6, dtype=np.int32).reshape(2, 3)),
+                            tf.constant(np.arange(3, dtype=np.int32)), 1)
+        assert outer.get_shape().as_list() == [2, 3, 2] and ints.dtype == tf.int32
+        o, i = _run([outer, ints])
+    np.testing.assert_array_equal(o, np.stack([SCAN_X, -SCAN_X], axis=-1))
+    np.testing.assert_array_equal(i, [5, 14])
+
+
+def test_tensordot_static_shape_with_unknown_dims_as_tf():
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.float32, [None, 3, 4])
+        b = tf.placeholder(tf.float32, [4, None])
+        assert tf.tensordot(a, b, 1).get_shape().as_list() == [None, 3, None]
+        assert tf.tensordot(a, b, [[2], [0]]).get_shape().as_list() == [None, 3, None]
+        assert tf.tensordot(a, b, 0).get_shape().as_list() == [None, 3, 4, 4, None]
+        c = tf.tensordot(a, tf.placeholder(tf.float32, [4, 3]), [[1, 2], [1, 0]])
+        assert c.get_shape().as_list() == [None]
+        assert (c.op.type, c.op.name) == ("Reshape", "Tensordot_3")
+        v = tf.tensordot(tf.constant([1.0, 2.0, 3.0]), tf.placeholder(tf.float32, [3, None]), 1)
+        assert v.get_shape().as_list() == [None]   # no free dims of a: [] + [None]
+        out = _run(tf.tensordot(a, b, [[2], [0]]), {a: TD_A, b: TD_B})
+    np.testing.assert_allclose(out, TD_1, rtol=1e-6, atol=1e-6)
+
+
+def test_tensordot_axes_as_numpy_ints_and_constant_tensors():
+    with tf.Graph().as_default():
+        a, b = tf.constant(TD_A), tf.constant(TD_B)
+        outs = _run([tf.tensordot(a, b, np.int64(1)),
+                     tf.tensordot(a, b, tf.constant([[2], [0]])),
+                     tf.tensordot(a, b, tf.constant([[1, 2], [1, 0]]))])
+        with pytest.raises(TypeError, match="must be known when the graph is built"):
+            tf.tensordot(a, b, tf.placeholder(tf.int32, [2, 1]))
+    np.testing.assert_allclose(outs[0], TD_1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(outs[1], TD_1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(outs[2], [11.0, 18.199999], rtol=1e-6)
+
+
+def test_tensordot_errors():
+    with tf.Graph().as_default():
+        a, b = tf.constant(TD_A), tf.constant(TD_B)
+        for axes, error, msg in [
+                ([[1]], ValueError, "must be an integer or have length 2"),
+                ([[0, 1], [0]], ValueError, "Different number of contraction axes"),
+                (4, ValueError, "must not be larger than the number of dimensions"),
+                (-1, ValueError, "must be at least 0"),
+                ([[3], [0]], IndexError, "axis 3 is out of range"),
+                ([[0], [0]], ValueError, "Dimensions must be equal, but are 2 and 4")]:
+            with pytest.raises(error, match=msg):
+                tf.tensordot(a, b, axes)
+        with pytest.raises(ValueError, match="needs inputs of known rank"):
+            tf.tensordot(tf.placeholder(tf.float32), b, 1)
+
+
+EIN_M = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+EIN_N = np.array([[1.0, -1.0], [0.5, 2.0], [3.0, 0.0]], np.float32)
+EIN_V = np.array([2.0, -1.0, 0.5], np.float32)
+EIN_T = np.arange(12, dtype=np.float32).reshape(2, 2, 3) / 4
+EIN_NN = np.stack([EIN_N, 2 * EIN_N])
+EIN_BATCH = [[[1.625, 0.5], [5.0, 1.25]], [[16.75, 4.0], [23.5, 5.5]]]
+EINSUM_CASES = [
+    ("ij,jk->ik", (EIN_M, EIN_N), [[11.0, 3.0], [24.5, 6.0]]),
+    ("ij,jk", (EIN_M, EIN_N), [[11.0, 3.0], [24.5, 6.0]]),
+    ("ab , bc -> ac", (EIN_M, EIN_N), [[11.0, 3.0], [24.5, 6.0]]),
+    ("ij,jk->ki", (EIN_M, EIN_N), [[11.0, 24.5], [3.0, 6.0]]),
+    ("ij->j", (EIN_M,), [5.0, 7.0, 9.0]),
+    ("ij->", (EIN_M,), 21.0),
+    ("ij", (EIN_M,), EIN_M),
+    ("ji", (EIN_M,), EIN_M.T),
+    ("i,j->ij", (EIN_V, EIN_V[:2]), [[4.0, -2.0], [-2.0, 1.0], [1.0, -0.5]]),
+    ("i,i->", (EIN_V, EIN_V), 5.25),
+    ("ij,j->i", (EIN_M, EIN_V), [1.5, 6.0]),
+    ("bij,bjk->bik", (EIN_T, EIN_NN), EIN_BATCH),
+    ("...ij,...jk->...ik", (EIN_T, EIN_NN), EIN_BATCH),
+    ("...j,j->...", (EIN_T, EIN_V), [[0.0, 1.125], [2.25, 3.375]]),
+    ("i...->...", (EIN_T,), [[1.5, 2.0, 2.5], [3.0, 3.5, 4.0]]),
+    ("ij,jk,kl->il", (EIN_M, EIN_N, EIN_M[:, :2]), [[23.0, 37.0], [48.5, 79.0]]),
+    ("ii->i", (EIN_M[:, :2],), [1.0, 5.0]),
+    ("ii", (EIN_M[:, :2],), 6.0),   # a trace (TF1 had only this one of the diagonal equations)
+]
+
+
+@pytest.mark.parametrize("equation,inputs,expected", EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
+def test_einsum_matches_tf(equation, inputs, expected):
+    with tf.Graph().as_default():
+        out = tf.einsum(equation, *[tf.constant(v) for v in inputs])
+        assert out.op.type == "Einsum" and out.dtype == tf.float32
+        assert out.get_shape().as_list() == list(np.shape(expected))
+        np.testing.assert_allclose(_run(out), expected, rtol=1e-6)
+
+
+def test_einsum_ints_static_shapes_and_name():
+    with tf.Graph().as_default():
+        ints = tf.einsum("ij,j->i", np.arange(6, dtype=np.int32).reshape(2, 3),
+                         np.array([1, 2, 3], np.int32))
+        assert ints.dtype == tf.int32
+        np.testing.assert_array_equal(_run(ints), [8, 26])
+        e = tf.einsum("ij,jk->ik", tf.placeholder(tf.float32, [None, 3]),
+                      tf.placeholder(tf.float32, [3, None]))
+        assert e.get_shape().as_list() == [None, None]
+        e = tf.einsum("...ij,jk->...ik", tf.placeholder(tf.float32, [5, None, 3]),
+                      tf.placeholder(tf.float32, [3, 2]), name="proj")
+        assert e.get_shape().as_list() == [5, None, 2] and e.op.name == "proj"
+        # a size known on one input only fills in the output's
+        e = tf.einsum("ij,jk->ik", tf.placeholder(tf.float32, [None, 3]), tf.constant(EIN_N))
+        assert e.get_shape().as_list() == [None, 2]
+
+
+@pytest.mark.parametrize("equation,n,msg", [
+    ("ij,jk->ik->", 2, "Indices have incorrect format"),
+    ("i1,jk->ik", 2, "Indices have incorrect format"),
+    ("ij,jk->ik", 1, 'Got 1 arguments for equation "ij,jk->ik", expecting 2'),
+    ("ij->k", 1, "output label k is in no input"),
+    ("ij->ii", 1, "output label i appears more than once"),
+    ("i.j->ij", 1, "Period '.' found outside of an ellipsis"),
+    ("...i...->i", 1, "more than one '...'"),
+    ("ijk->ik", 1, "has rank 2, not 3"),
+])
+def test_einsum_malformed_equations_raise_value_error(equation, n, msg):
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            tf.einsum(equation, *[tf.constant(EIN_M)] * n)
+
+
+def test_einsum_dimension_and_dtype_errors():
+    with tf.Graph().as_default():
+        m = tf.constant(EIN_M)
+        with pytest.raises(ValueError, match="dimension mismatch on axis j: found 3 and 2"):
+            tf.einsum("ij,jk->ik", m, m)
+        with pytest.raises(TypeError, match="does not match type float32"):
+            tf.einsum("ij,jk->ik", m, tf.constant(EIN_N, tf.float64))
+        with pytest.raises(ValueError, match="rank is unknown"):
+            tf.einsum("...i->i", tf.placeholder(tf.float32))
+        # sizes unknown when built are checked when the op runs (numpy would broadcast a 1)
+        a = tf.placeholder(tf.float32, [2, None])
+        y = tf.einsum("ij,jk->ik", a, tf.constant(EIN_N))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="mismatch on axis j"):
+            _run(y, {a: np.ones((2, 1), np.float32)})
+        with pytest.raises(TypeError, match="Expected: name"):
+            tf.einsum("ij", m, optimize="greedy")
+
+
+# -- bincount, histogram_fixed_width --------------------------------------------------------------
+@pytest.mark.parametrize("kwargs,dtype,expected", [
+    (dict(arr=[1, 1, 3, 0, 5, 1]), np.int32, [1, 3, 0, 1, 0, 1]),
+    (dict(arr=np.array([], np.int32)), np.int32, []),
+    (dict(arr=[1, 1, 3], minlength=6), np.int32, [0, 2, 0, 1, 0, 0]),
+    (dict(arr=[1, 1, 3, 0, 5, 1], maxlength=3), np.int32, [1, 3, 0]),
+    (dict(arr=[[1, 1], [3, 0]], weights=np.array([[0.5, 1.25], [2.0, -1.0]], np.float32)),
+     np.float32, [-1.0, 1.75, 0.0, 2.0]),
+    (dict(arr=[1, 1, 3, 0], weights=np.array([0.5, 1.25, 2.0, -1.0]), maxlength=2),
+     np.float64, [-1.0, 1.75]),
+    (dict(arr=[2, 2], dtype=tf.float32), np.float32, [0.0, 0.0, 2.0]),
+    (dict(arr=[2, 2], dtype=tf.int64), np.int64, [0, 0, 2]),
+])
+def test_bincount_matches_tf(kwargs, dtype, expected):
+    with tf.Graph().as_default():
+        out = tf.bincount(**kwargs)
+        assert out.op.type == "Bincount" and out.get_shape().as_list() == [None]
+        assert out.dtype == tf.as_dtype(dtype)
+        value = _run(out)
+    assert value.dtype == dtype
+    np.testing.assert_array_equal(value, expected)
+
+
+def test_bincount_errors():
+    with tf.Graph().as_default():
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be non-negative"):
+            _run(tf.bincount([1, -1]))
+        with pytest.raises(ValueError, match="requested dtype int32 for Tensor with dtype int64"):
+            tf.bincount(tf.constant([1, 2], tf.int64))   # TF1 takes int32 values only
+        with pytest.raises(tf.errors.InvalidArgumentError, match="same shape"):
+            _run(tf.bincount([1, 2], weights=[1.0, 2.0, 3.0]))
+
+
+
+def test_bincount_is_a_host_op():
+    from zps.testing import fake_cupy
+    with fake_cupy.installed(num_gpus=1), tf.Graph().as_default():
+        with tf.device("/gpu:0"):
+            counts = tf.bincount([1, 2, 2])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Bincount has no GPU kernel"):
+            _run(counts)
+        config = tf.ConfigProto(allow_soft_placement=True)
+        with tf.Session(config=config) as sess:
+            np.testing.assert_array_equal(sess.run(counts), [0, 1, 2])
+
+
+@pytest.mark.parametrize("values,value_range,nbins,dtype,expected", [
+    ([-1.0, 0.0, 1.5, 2.0, 5.0, 15.0], [0.0, 5.0], 5, tf.int32, [2, 1, 1, 0, 2]),
+    (np.linspace(-3, 3, 41), np.array([-2.5, 2.5]), 7, tf.int32, [9, 4, 5, 5, 5, 4, 9]),
+    (np.array([0, 1, 2, 3, 4, 5, 9, -3], np.int32), np.array([0, 10], np.int32), 4, tf.int64,
+     [4, 2, 1, 1]),
+    (np.array([0.3, 0.6, 0.9, 0.1], np.float32), [0.0, 0.9], 3, tf.int32, [1, 1, 2]),
+])
+def test_histogram_fixed_width_matches_tf(values, value_range, nbins, dtype, expected):
+    with tf.Graph().as_default():
+        out = tf.histogram_fixed_width(values, value_range, nbins=nbins, dtype=dtype)
+        assert out.op.type == "HistogramFixedWidth" and out.op.name == "histogram_fixed_width"
+        assert out.get_shape().as_list() == [nbins] and out.dtype == dtype
+        value = _run(out)
+    assert value.dtype == dtype.as_numpy_dtype
+    np.testing.assert_array_equal(value, expected)
+
+
+def test_histogram_fixed_width_bin_edges_as_tf_on_a_dense_grid():
+    # 2001 float32 values: many fall on or next to a bin edge, where the order of TF's float32
+    # and double steps decides the bin.
+    with tf.Graph().as_default():
+        h = tf.histogram_fixed_width(np.linspace(-1, 1, 2001, dtype=np.float32),
+                                     np.array([-0.7, 0.3], np.float32), nbins=37)
+        h_int = tf.histogram_fixed_width(np.arange(-50, 50, dtype=np.int64) * 7,
+                                         np.array([-100, 200], np.int64), nbins=9)
+        out, out_int = _run([h, h_int])
+    np.testing.assert_array_equal(out, [328] + [27] * 35 + [728])
+    np.testing.assert_array_equal(out_int, [41, 5, 4, 5, 5, 5, 5, 4, 26])
+
+
+def test_histogram_fixed_width_default_bins_shapes_and_errors():
+    with tf.Graph().as_default():
+        out = _run(tf.histogram_fixed_width(np.array([0.05, 0.995, 0.5], np.float32), [0.0, 1.0]))
+        assert out.shape == (100,) and out.sum() == 3 and out[5] == out[50] == out[99] == 1
+        n = tf.placeholder(tf.int32, [])
+        h = tf.histogram_fixed_width([1.0], [0.0, 1.0], nbins=n)
+        assert h.get_shape().as_list() == [None]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="nbins should be a positive"):
+            _run(h, {n: 0})
+        with pytest.raises(ValueError, match="Requires nbins > 0"):
+            tf.histogram_fixed_width([1.0], [0.0, 1.0], nbins=0)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"value_range\[0\] < value_range\[1\]"):
+            _run(tf.histogram_fixed_width([1.0], [2.0, 1.0], nbins=3))
+        with pytest.raises(TypeError, match="does not match type float32"):
+            tf.histogram_fixed_width(tf.constant([1.0]), tf.constant([0, 1]))
+
+
+def test_histogram_fixed_width_on_gpu_matches_the_cpu():
+    from zps.testing import fake_cupy
+    values = np.random.default_rng(3).standard_normal(50)
+
+    def hist(device):
+        with tf.Graph().as_default():
+            with tf.device(device):
+                h = tf.histogram_fixed_width(values, [-1.0, 1.0], nbins=6)
+            return _run(h)
+    with fake_cupy.installed(num_gpus=1):
+        np.testing.assert_array_equal(hist("/gpu:0"), hist("/cpu:0"))
+
+
+# -- log_sigmoid -----------------------------------------------------------------------------------
+def test_log_sigmoid_matches_tf_in_both_tails():
+    with tf.Graph().as_default():
+        y = tf.log_sigmoid(np.array([-1000.0, -20.0, -1.0, 0.0, 1.0, 20.0, 1000.0], np.float32))
+        y64 = tf.log_sigmoid(np.array([-50.0, 0.5, 50.0]))
+        assert (y.op.name, y.op.type, y.dtype) == ("LogSigmoid", "Neg", tf.float32)
+        x = tf.constant([-3.0, 0.0, 2.5], tf.float64)
+        g, = tf.gradients(tf.reduce_sum(tf.log_sigmoid(x)), [x])
+        out, out64, grad = _run([y, y64, g])
+    np.testing.assert_allclose(out, [-1000.0, -20.0, -1.3132616, -0.69314718, -0.31326169,
+                                     -2.0611537e-09, -0.0], rtol=1e-6)
+    np.testing.assert_allclose(out64, [-50.0, -0.47407698418010669, -1.9287498479639178e-22],
+                               rtol=1e-14)
+    np.testing.assert_allclose(grad, [0.9525741268224333, 0.5, 0.07585818002124356], rtol=1e-14)
+    with tf.Graph().as_default(), pytest.raises(TypeError, match="DataType int32"):
+        tf.log_sigmoid(np.array([1], np.int32))

@@ -1,6 +1,14 @@
-"""tf.nn ops: activations, softmax, bias_add, losses, moments, dropout."""
+"""tf.nn ops: activations, softmax, bias_add, losses, moments, dropout, batch normalization,
+l2_normalize, top_k and in_top_k.
 
+tests/fixtures/tf_batch_norm/expected.npz holds what TensorFlow 2.21 computed for fused_ops() in
+tests/fixtures/tf_batch_norm/make.py; the other TensorFlow numbers below are written out where
+they are used.
+"""
+
+import importlib.util
 import logging
+import pathlib
 
 import numpy as np
 import pytest
@@ -113,6 +121,27 @@ GRAD_CASES = [
     GradCase("Mean", lambda x: tf.nn.moments(x, axes=[0])[1], [_r(4, 3)], name="moments_variance"),
     GradCase("Mean", lambda x: tf.add_n(tf.nn.moments(x, axes=[1, 2], keep_dims=True)), [_r(2, 3, 2)],
              name="moments_keep_dims"),
+    GradCase("FusedBatchNormV3", lambda x, s, o: tf.nn.fused_batch_norm(x, s, o)[0],
+             [_r(2, 3, 2, 3), _r(3), _r(3)], name="FusedBatchNorm_training"),
+    GradCase("FusedBatchNormV3",
+             lambda x, s, o: tf.nn.fused_batch_norm(x, s, o, epsilon=0.1, data_format="NCHW")[0],
+             [_r(2, 3, 2, 2), _r(3), _r(3)], name="FusedBatchNorm_NCHW"),
+    GradCase("FusedBatchNormV3",
+             lambda x, s, o: tf.nn.fused_batch_norm(x, s, o, mean=[0.5, -1.0], variance=[2.0, 0.5],
+                                                    is_training=False)[0],
+             [_r(2, 2, 3, 2), _r(2), _r(2)], name="FusedBatchNorm_inference"),
+    GradCase("FusedBatchNormV3",
+             lambda x, s, o: tf.gradients(tf.reduce_sum(tf.nn.fused_batch_norm(x, s, o)[0] ** 3),
+                                          [x])[0],
+             [_r(2, 2, 2, 2), _r(2), _r(2)], name="FusedBatchNorm_second_derivative"),
+    GradCase("Rsqrt", lambda x, m, v, o, s: tf.nn.batch_normalization(x, m, v, o, s, 0.01),
+             [_r(4, 3), _r(3), R.uniform(0.5, 2, 3), _r(3), _r(3)], name="batch_normalization"),
+    GradCase("TopKV2", lambda x: tf.nn.top_k(x, 2).values, [_r(3, 5)]),
+    GradCase("TopKV2", lambda x: tf.nn.top_k(x, 3).values, [_r(2, 2, 4)], name="TopKV2_rank3"),
+    GradCase("Rsqrt", lambda x: tf.nn.l2_normalize(x, axis=1), [_r(3, 4)], name="l2_normalize"),
+    GradCase("LRN", lambda x: tf.nn.lrn(x, depth_radius=2, bias=1.5, alpha=0.3, beta=0.75),
+             [_r(1, 2, 1, 7)]),
+    GradCase("LRN", tf.nn.local_response_normalization, [_r(2, 1, 2, 3)], name="LRN_wide_window"),
 ]
 
 
@@ -540,3 +569,242 @@ def test_sigmoid_and_tanh_are_exported():
     with tf.Graph().as_default():
         out = _run([tf.nn.sigmoid([0.0, -1000.0]), tf.nn.tanh([0.0, 1000.0])])
     np.testing.assert_allclose(out, [[0.5, 0.0], [0.0, 1.0]])
+
+
+# -- batch normalization -------------------------------------------------------------------------
+def _tf_batch_norm_fixture():
+    here = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tf_batch_norm"
+    spec = importlib.util.spec_from_file_location("tf_batch_norm_make", here / "make.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    return make, np.load(here / "expected.npz")
+
+
+def test_fused_batch_norm_matches_tensorflow():
+    make, expected = _tf_batch_norm_fixture()
+    with tf.Graph().as_default():
+        got = _run(make.fused_ops(tf))
+    for i, value in enumerate(got):
+        want = expected["fused_%d" % i]
+        assert value.shape == want.shape and value.dtype == want.dtype, i
+        np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5, err_msg="output %d" % i)
+
+
+def test_fused_batch_norm_reports_the_unbiased_variance_but_normalizes_with_the_biased():
+    x = _r(3, 2, 2, 2).astype(np.float32)
+    with tf.Graph().as_default():
+        y, mean, var = tf.nn.fused_batch_norm(x, [1.0, 1.0], [0.0, 0.0], epsilon=0.0)
+        one = tf.nn.fused_batch_norm(x[:1, :1, :1], [2.0, 2.0], [0.5, 0.5])
+        assert y.op.type == "FusedBatchNormV3" and y.op.name == "FusedBatchNormV3"
+        y, mean, var, one = _run([y, mean, var, one])
+    np.testing.assert_allclose(mean, x.mean((0, 1, 2)), rtol=1e-5)
+    np.testing.assert_allclose(var, x.var((0, 1, 2), ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(y, (x - x.mean((0, 1, 2))) / x.std((0, 1, 2)), rtol=1e-4, atol=1e-5)
+    # One value per channel: variance 0 (TF1 divides by max(n - 1, 1)), y = offset.
+    np.testing.assert_array_equal(one[2], [0.0, 0.0])
+    np.testing.assert_array_equal(one[0], np.full((1, 1, 1, 2), 0.5, np.float32))
+
+
+def test_fused_batch_norm_shapes_and_dtypes():
+    with tf.Graph().as_default():
+        y, m, v = tf.nn.fused_batch_norm(tf.placeholder(tf.float32, [None, None, None, 4]),
+                                         tf.placeholder(tf.float32), tf.zeros([4]))
+        assert [t.get_shape().as_list() for t in (y, m, v)] == [[None, None, None, 4], [4], [4]]
+        y, m, v = tf.nn.fused_batch_norm(tf.placeholder(tf.float32), tf.ones([3]), tf.zeros([3]),
+                                         data_format="NCHW")
+        assert y.get_shape().as_list() == [None, 3, None, None]
+        x = tf.constant(_r(2, 2, 1, 3), tf.float16)
+        y, m, v = tf.nn.fused_batch_norm(x, [1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+        assert (y.dtype, m.dtype, v.dtype) == (tf.float16, tf.float32, tf.float32)
+        y = _run(y)
+    assert y.dtype == np.float16 and np.all(np.isfinite(y))
+
+
+def test_fused_batch_norm_errors():
+    with tf.Graph().as_default():
+        x = tf.zeros([2, 3, 2, 4])
+        s = tf.ones([4])
+        with pytest.raises(ValueError, match="Both `mean` and `variance` must be a 1D tensor when "
+                                             "`is_training` is False"):
+            tf.nn.fused_batch_norm(x, s, s, is_training=False)
+        with pytest.raises(ValueError, match="Shape must be rank 4 but is rank 3 for "
+                                             "'FusedBatchNormV3'"):
+            tf.nn.fused_batch_norm(tf.zeros([3, 2, 4]), s, s)
+        with pytest.raises(ValueError, match="Dimensions must be equal, but are 4 and 3"):
+            tf.nn.fused_batch_norm(x, tf.ones([3]), s)
+        with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 4"):
+            tf.nn.fused_batch_norm(x, s, s, data_format="NCHW")
+        with pytest.raises(ValueError, match="Dimensions must be equal, but are 4 and 2"):
+            tf.nn.fused_batch_norm(x, s, s, mean=tf.zeros([2]), variance=s, is_training=False)
+        with pytest.raises(ValueError, match="Shape must be rank 1 but is rank 2"):
+            tf.nn.fused_batch_norm(x, tf.ones([2, 2]), s)
+        with pytest.raises(ValueError, match="data_format must be 'NHWC' or 'NCHW'"):
+            tf.nn.fused_batch_norm(x, s, s, data_format="NDHWC")
+        with pytest.raises(TypeError, match="'offset' has dtype float64 but a float32 x needs "
+                                            "float32 parameters"):
+            tf.nn.fused_batch_norm(x, s, tf.zeros([4], tf.float64))
+        with pytest.raises(TypeError, match="'x' of FusedBatchNormV3 has DataType int32"):
+            tf.nn.fused_batch_norm(tf.zeros([1, 1, 1, 4], tf.int32), s, s)
+
+
+def test_batch_normalization_is_tf1s_formula():
+    x, m, v, o, s = _r(4, 3), _r(3), R.uniform(0.5, 2, 3), _r(3), _r(3)
+    with tf.Graph().as_default():
+        y = tf.nn.batch_normalization(tf.constant(x), m, v, o, s, 0.01)
+        bare = tf.nn.batch_normalization(tf.constant(x, tf.float32), m[0], v[0], None, None, 0.01)
+        assert y.op.name.startswith("batchnorm/") and bare.dtype == tf.float32
+        y, bare = _run([y, bare])
+    np.testing.assert_allclose(y, (x - m) / np.sqrt(v + 0.01) * s + o, rtol=1e-10)
+    np.testing.assert_allclose(bare, (x - m[0]) / np.sqrt(v[0] + 0.01), rtol=1e-5)
+
+
+# -- l2_normalize --------------------------------------------------------------------------------
+def test_l2_normalize():
+    x = np.array([[3.0, 4.0], [0.0, 0.0]], np.float32)
+    with tf.Graph().as_default():
+        rows = tf.nn.l2_normalize(x, axis=1)
+        cols = tf.nn.l2_normalize(x, 0, epsilon=0.5)
+        old = tf.nn.l2_normalize(x, dim=1)
+        everything = tf.nn.l2_normalize(x)
+        assert rows.op.type == "Mul" and rows.op.name == "l2_normalize"
+        with pytest.raises(ValueError, match="Cannot specify both"):
+            tf.nn.l2_normalize(x, axis=1, dim=1)
+        out = _run([rows, cols, old, everything])
+    # TensorFlow 2.21: [[0.6, 0.8], [0, 0]] and, with epsilon 0.5 along axis 0, [[1, 1], [0, 0]].
+    np.testing.assert_allclose(out[0], [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(out[1], [[1.0, 1.0], [0.0, 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(out[2], out[0])
+    np.testing.assert_allclose(out[3], x / 5.0, rtol=1e-6)
+
+
+# -- top_k, in_top_k -----------------------------------------------------------------------------
+def test_top_k_values_indices_and_ties():
+    a = np.array([[1.0, 3.0, 3.0, 2.0, 3.0], [5.0, -1.0, 1.0, -np.inf, 0.0]], np.float32)
+    with tf.Graph().as_default():
+        values, indices = tf.nn.top_k(a, 3)
+        assert values.op.type == "TopKV2" and values.op.name == "TopKV2"
+        assert (values.dtype, indices.dtype) == (tf.float32, tf.int32)
+        assert values.get_shape().as_list() == [2, 3] and indices.get_shape().as_list() == [2, 3]
+        everything = tf.nn.top_k(a, 5, sorted=False)
+        ints = tf.nn.top_k(tf.constant([[3, 1, 3]]), 2)
+        first = tf.nn.top_k(tf.constant([[2, 7, 7]], tf.int64))
+        none = tf.nn.top_k(a, 0)
+        out = _run([values, indices, everything, ints, first, none])
+    # TensorFlow 2.21's values and indices: equal values in index order.
+    np.testing.assert_array_equal(out[0], [[3.0, 3.0, 3.0], [5.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(out[1], [[1, 2, 4], [0, 2, 4]])
+    np.testing.assert_array_equal(out[2].indices, [[1, 2, 4, 3, 0], [0, 2, 4, 1, 3]])
+    np.testing.assert_array_equal(out[3].values, [[3, 3]])
+    np.testing.assert_array_equal(out[3].indices, [[0, 2]])
+    assert out[4].values.dtype == np.int64 and out[4].indices.tolist() == [[1]]
+    assert out[5].values.shape == (2, 0)
+
+
+def test_top_k_static_shapes():
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [None, 5])
+        assert tf.nn.top_k(p).values.get_shape().as_list() == [None, 1]
+        k = tf.placeholder(tf.int32, [])
+        assert tf.nn.top_k(p, k).indices.get_shape().as_list() == [None, None]
+        assert tf.nn.top_k(tf.placeholder(tf.float32), 2).values.get_shape().ndims is None
+        values, indices = tf.nn.top_k(p, k)
+        v, i = _run([values, indices], {p: np.arange(10.0).reshape(2, 5), k: 2})
+    np.testing.assert_array_equal(v, [[4.0, 3.0], [9.0, 8.0]])
+    np.testing.assert_array_equal(i, [[4, 3], [4, 3]])
+
+
+def test_top_k_errors():
+    a = np.zeros((2, 5), np.float32)
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="input must have last dimension >= k = 6 but is 5"):
+            tf.nn.top_k(a, 6)
+        with pytest.raises(ValueError, match="must be non-negative but is -1"):
+            tf.nn.top_k(a, -1)
+        with pytest.raises(ValueError, match="Shape must be at least rank 1 but is rank 0"):
+            tf.nn.top_k(1.0, 1)
+        with pytest.raises(ValueError, match="Input must be scalar but has rank 1"):
+            tf.nn.top_k(a, [1, 2])
+        with pytest.raises(TypeError, match="'input' of TopKV2 has DataType bool"):
+            tf.nn.top_k([True, False], 1)
+        with pytest.raises(TypeError, match="'k' of TopKV2 has DataType float32"):
+            tf.nn.top_k(a, tf.constant(2.0))
+        p, k = tf.placeholder(tf.float32, [None, 5]), tf.placeholder(tf.int32, [])
+        values = tf.nn.top_k(p, k).values
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match="input must have at least k columns. Had 5, needed 6"):
+                sess.run(values, {p: a, k: 6})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Need k >= 0, got -1"):
+                sess.run(values, {p: a, k: -1})
+
+
+def test_top_k_gradient_goes_to_the_chosen_positions():
+    x = np.array([[1.0, 3.0, 3.0, 2.0], [4.0, 0.0, -1.0, 2.0]])
+    with tf.Graph().as_default():
+        xt = tf.constant(x)
+        values = tf.nn.top_k(xt, 2).values
+        g, = tf.gradients(tf.reduce_sum(values * [[1.0, 10.0], [100.0, 1000.0]]), [xt])
+        # TensorFlow 2.21's gradient:
+        np.testing.assert_array_equal(_run(g), [[0.0, 1.0, 10.0, 0.0], [100.0, 0.0, 0.0, 1000.0]])
+
+
+_PREDICTIONS = np.array([[0.1, 0.3, 0.3, 0.2], [0.5, np.nan, 0.1, 0.1], [np.inf, 1, 2, 3],
+                         [0.1, 0.2, 0.2, 0.2]], np.float32)
+
+
+def test_in_top_k_ties_count_as_in_and_non_finite_rows_as_out():
+    with tf.Graph().as_default():
+        results = [tf.nn.in_top_k(_PREDICTIONS, [2, 0, 0, 1], k) for k in (1, 2, 3, 0)]
+        assert results[0].op.type == "InTopKV2" and results[0].op.name == "in_top_k/InTopKV2"
+        assert results[0].dtype == tf.bool and results[0].get_shape().as_list() == [4]
+        targets = tf.placeholder(tf.int64, [None])
+        out_of_range = tf.nn.in_top_k(_PREDICTIONS, targets, 1)
+        assert out_of_range.get_shape().as_list() == [4]
+        out = _run(results + [out_of_range], {targets: [4, 0, -1, 1]})
+    # TensorFlow 2.21's answers.
+    for row in out[:3]:
+        np.testing.assert_array_equal(row, [True, False, False, True])
+    np.testing.assert_array_equal(out[3], [False] * 4)
+    np.testing.assert_array_equal(out[4], [False, False, False, True])
+
+
+def test_in_top_k_errors():
+    with tf.Graph().as_default():
+        with pytest.raises(TypeError, match="'predictions' of InTopKV2 has DataType float64"):
+            tf.nn.in_top_k(tf.constant(_PREDICTIONS, tf.float64), [0, 0, 0, 0], 1)
+        with pytest.raises(TypeError, match="'targets' of InTopKV2 has DataType float32"):
+            tf.nn.in_top_k(_PREDICTIONS, [1.0] * 4, 1)
+        with pytest.raises(ValueError, match="Dimensions must be equal, but are 4 and 2"):
+            tf.nn.in_top_k(_PREDICTIONS, [1, 2], 1)
+        with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1"):
+            tf.nn.in_top_k(_PREDICTIONS[0], [1], 1)
+
+
+# -- local response normalization ----------------------------------------------------------------
+def test_lrn_matches_tensorflow():
+    # TensorFlow 2.21's outputs and gradient for this input.
+    x = np.array([[[[0.18905339, -0.5227485, -0.41306356, -2.4414673, 1.7997074, 1.1441659,
+                     -0.32542282]],
+                   [[0.7738066, 0.28121066, -0.5538228, 0.97756743, -0.31055656, -0.3288239,
+                     -0.79214674]]]], np.float32)
+    with tf.Graph().as_default():
+        xt = tf.constant(x)
+        y = tf.nn.lrn(xt, depth_radius=2, bias=1.5, alpha=0.3, beta=0.75)
+        default = tf.nn.local_response_normalization(xt)
+        assert y.op.type == "LRN" and y.op.name == "LRN" and y.get_shape().as_list() == [1, 2, 1, 7]
+        g, = tf.gradients(tf.reduce_sum(y * np.arange(14.0, dtype=np.float32).reshape(x.shape)),
+                          [xt])
+        with pytest.raises(ValueError, match="Shape must be rank 4 but is rank 2"):
+            tf.nn.lrn(tf.zeros([2, 3]))
+        y, default, g = _run([y, default, g])
+    np.testing.assert_allclose(y.ravel(), [
+        0.13022074, -0.20731042, -0.13587704, -0.7545432, 0.5606223, 0.35933316, -0.14658105,
+        0.49890333, 0.16224122, -0.31623143, 0.58928233, -0.17624299, -0.1928991, -0.52071226],
+        rtol=1e-5)
+    np.testing.assert_allclose(default.ravel(), [
+        0.05460129, -0.1503147, -0.11877514, -0.7020364, 0.5175003, 0.32900137, -0.0937129,
+        0.436352, 0.14478706, -0.285147, 0.5033206, -0.1598964, -0.16930172, -0.4446682],
+        rtol=1e-5)
+    np.testing.assert_allclose(g.ravel(), [
+        0.01038856, 0.2565885, 0.6353033, 1.2149858, 1.2308753, 1.5288775, 2.783637,
+        4.0882325, 4.081353, 5.963941, 5.927642, 5.6466627, 6.6081314, 6.436382], rtol=1e-5)

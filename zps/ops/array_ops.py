@@ -1,5 +1,6 @@
 """Array ops: placeholders, shapes, reshaping, filling, slicing and indexing, joining and
-splitting, padding and tiling, gathering, selecting.
+splitting, padding and tiling, gathering and scattering, selecting, segment reductions, masks,
+matrix bands and diagonals, grids and evenly spaced values.
 
 Each op is one block: its registration (dtype/shape rule, kernel, gradient rule) followed by the
 public wrapper that builds it. Shape rules use what is known statically, down to single entries
@@ -1439,7 +1440,64 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     return make_op("Range", tensors, name=name or "range")
 
 
-# -- densify IndexedSlices (UnsortedSegmentSum) --------------------------------------------------
+# -- LinSpace ------------------------------------------------------------------------------------
+def _lin_space_num(num):
+    if num <= 0:
+        raise ValueError("Requires num > 0: %d" % num)
+    return num
+
+
+def _lin_space_shape(op):
+    num = constant_value(op.inputs[2])
+    if num is None:
+        return unknown_shape(1)
+    try:
+        return TensorShape([_lin_space_num(int(num))])
+    except ValueError as e:
+        raise ValueError("%s (lin_space, op '%s')" % (e, op.name)) from None
+
+
+def _lin_space_kernel(ctx, start, stop, num):
+    try:
+        n = _lin_space_num(int(num))
+    except ValueError as e:
+        raise _bad_input("%s", e) from None
+    # TF's kernel, in the dtype of start: start + i * step, the last entry exactly stop.
+    step = (stop - start) / start.dtype.type(max(n - 1, 1))
+    out = ctx.xp.arange(n, dtype=start.dtype) * step.item() + start.item()
+    if n > 1:
+        out[-1] = stop.item()
+    return out
+
+
+register_op("LinSpace", dtype=lambda op: op.inputs[0].dtype, shape=_lin_space_shape,
+            kernel=_lin_space_kernel, grad=None)
+
+
+def lin_space(start, stop, num, name=None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (both included; float32 or
+    float64 scalars): ``tf.lin_space(0.0, 1.0, 5)`` is ``[0, 0.25, 0.5, 0.75, 1]``."""
+    start, stop = to_tensors(start, stop)
+    for what, t in (("start", start), ("stop", stop)):
+        if t.dtype.base_dtype not in (_dtypes.float32, _dtypes.float64):
+            raise TypeError("lin_space's %s must be float32 or float64, got %s (%s)"
+                            % (what, t.dtype.name, t.name))
+        if t.get_shape().ndims not in (None, 0):
+            raise ValueError("lin_space's %s must be a scalar, got shape %s (%s)"
+                             % (what, t.get_shape(), t.name))
+    if start.dtype != stop.dtype:
+        raise TypeError("Input 'stop' of 'LinSpace' Op has type %s that does not match type %s of "
+                        "argument 'start'." % (stop.dtype.name, start.dtype.name))
+    n = convert_to_tensor(num)
+    if n.dtype.base_dtype not in (_dtypes.int32, _dtypes.int64):
+        raise TypeError("lin_space's num must be int32 or int64, got %s (%s)" % (n.dtype.name, n.name))
+    return make_op("LinSpace", [start, stop, n], name=name or "LinSpace")
+
+
+linspace = lin_space
+
+
+# -- segment reductions ------------------------------------------------------------------------
 def _segment_sum_kernel(ctx, values, ids, num_segments):
     xp = ctx.xp
     out = xp.zeros((int(num_segments),) + values.shape[ids.ndim:], dtype=values.dtype)
@@ -1448,9 +1506,6 @@ def _segment_sum_kernel(ctx, values, ids, num_segments):
         # Summing rows (sparse gradients): numpy's add.at is ~10x slower than sorting the ids
         # and adding each run of equal ids with reduceat.
         flat = ids.reshape(-1)
-        if flat.max() >= out.shape[0]:
-            raise _bad_input("segment_ids contains %d, which is not in [0, %d)",
-                             int(flat.max()), out.shape[0])
         if out.shape[0] <= 8 * flat.size and flat.min() >= 0:
             # Few segments for the rows: count each id's rows without sorting. Mostly distinct
             # ids (the gradient of a deduplicated embedding lookup) are placed with one scatter
@@ -1488,28 +1543,260 @@ def _segment_sum_kernel(ctx, values, ids, num_segments):
             return out
         out[sorted_ids[starts]] = np.add.reduceat(values.take(order, axis=0), starts, axis=0)
         return out
-    xp.add.at(out, ids, values)
+    keep = ids >= 0   # as TF1: rows of negative segment ids are dropped
+    xp.add.at(out, ids[keep], values[keep])
     return out
 
 
-def _segment_sum_shape(op):
+def _segment_mean_kernel(ctx, data, ids, num_segments):
+    """Segment sums over the rows each segment got (ids checked and non-negative); integer means
+    are truncated toward zero, as TF's C++ division."""
+    xp = ctx.xp
+    total = _segment_sum_kernel(ctx, data, ids, num_segments)
+    counts = xp.maximum(xp.bincount(ids, minlength=num_segments), 1).astype(data.dtype)
+    counts = counts.reshape((num_segments,) + (1,) * (data.ndim - 1))
+    if data.dtype.kind in "iu":
+        return xp.sign(total) * (xp.abs(total) // counts)
+    return total / counts
+
+
+def _segment_extreme_kernel(pick_max, empty):
+    """A kernel ``(ctx, data, ids, num_segments)`` taking each segment's largest (``pick_max``)
+    or smallest rows of ``data``, column by column; ``empty(dtype)`` fills segments without rows,
+    and rows of negative ids are dropped. Sorting each column by value and then, stably, by
+    segment id lines up each segment's rows in order of value: its last row holds its max, its
+    first its min (no scatter-max, which numpy and cupy do not share)."""
+    def kernel(ctx, data, ids, num_segments):
+        xp = ctx.xp
+        flat = ids.reshape(-1)
+        row = data.shape[ids.ndim:]
+        out = xp.full((num_segments, int(np.prod(row))), empty(data.dtype), dtype=data.dtype)
+        if flat.size:
+            cols = data.reshape((flat.size, out.shape[1]))
+            by_value = xp.argsort(cols, axis=0, kind="stable")
+            by_segment = xp.argsort(flat[by_value], axis=0, kind="stable")
+            order = xp.take_along_axis(by_value, by_segment, axis=0)
+            sorted_ids = xp.sort(flat)
+            run_edge = [sorted_ids[1:] != sorted_ids[:-1], xp.ones(1, dtype=bool)]
+            edges = xp.concatenate(run_edge if pick_max else run_edge[::-1])
+            at = xp.flatnonzero(edges & (sorted_ids >= 0))
+            out[sorted_ids[at]] = xp.take_along_axis(cols, order[at], axis=0)
+        return out.reshape((num_segments,) + row)
+    return kernel
+
+
+def _lowest(dtype):
+    return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    return np.finfo(dtype).max if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+def _index_str(flat_index, shape):
+    """Entry ``flat_index`` of an array of ``shape`` as TF writes it in errors: ``1,0``."""
+    return ",".join(str(int(i)) for i in np.unravel_index(flat_index, shape))
+
+
+def _segment_rows_mask(mask, data):
+    """``mask`` (of segment_ids' shape) reshaped to broadcast against ``data``'s rows."""
+    ones = ones_like(shape(data))[rank(mask):]
+    return reshape(mask, concat([shape(mask), ones], 0))
+
+
+def _gather_drop_negatives(params, ids):
+    """``(rows, kept)``: ``gather(params, ids)`` with rows of zeros for negative ids (the rows a
+    segment reduction dropped), and where the rows were kept (TF's _GatherDropNegatives)."""
+    from zps.ops import math_ops  # math_ops imports this module
+    rows = gather(params, math_ops.maximum(ids, 0))
+    kept = broadcast_to(_segment_rows_mask(ids >= 0, rows), shape(rows))
+    return where(kept, rows, zeros_like(rows)), kept
+
+
+def _segment_extreme_grad(op, g):
+    """TF's rule for segment max and min: each segment's gradient goes to the entries equal to
+    its max (min), split evenly among ties; rows of negative (dropped) ids get none."""
+    from zps.ops import math_ops  # math_ops imports this module
+    data, ids = op.inputs[0], op.inputs[1]
+    extremes, kept = _gather_drop_negatives(op.outputs[0], ids)
+    selected = math_ops.logical_and(math_ops.equal(data, extremes), kept)
+    ties = unsorted_segment_sum(math_ops.cast(selected, g.dtype), ids, shape(g)[0])
+    grads = _gather_drop_negatives(g / ties, ids)[0]
+    return [where(selected, grads, zeros_like(grads))] + [None] * (len(op.inputs) - 1)
+
+
+# -- UnsortedSegmentSum, UnsortedSegmentMax, UnsortedSegmentMin -----------------------------------
+def _unsorted_segments(reduce):
+    """The kernel of an unsorted segment reduction: ``reduce(ctx, data, ids, num_segments)`` once
+    the ids are checked to be below num_segments (negative ids are dropped, as in TF)."""
+    def kernel(ctx, data, ids, num_segments):
+        num = int(num_segments)
+        if data.shape[:ids.ndim] != ids.shape:
+            raise _bad_input("segment_ids shape %s must be a prefix of data shape %s",
+                             list(ids.shape), list(data.shape))
+        flat = ids.reshape(-1)
+        if flat.size and int(flat.max()) >= num:
+            at = int(ctx.xp.argmax(flat >= num))
+            raise _bad_input("segment_ids[%s] = %d is out of range [0, %d)",
+                             _index_str(at, ids.shape), int(flat[at]), num)
+        return reduce(ctx, data, ids, num)
+    return kernel
+
+
+def _unsorted_segment_shape(op):
     data, ids = op.inputs[0].get_shape(), op.inputs[1].get_shape()
     n = constant_value(op.inputs[2])
     if data.ndims is None or ids.ndims is None:
         return unknown_shape()
+    if ids.ndims > data.ndims or not data[:ids.ndims].is_compatible_with(ids):
+        raise ValueError("segment_ids of shape %s must match the first dimensions of data of shape "
+                         "%s (op '%s')" % (ids, data, op.name))
     return TensorShape([None if n is None else int(n)] + data.as_list()[ids.ndims:])
 
 
-register_op("UnsortedSegmentSum", shape=_segment_sum_shape, kernel=_segment_sum_kernel,
-            grad=lambda op, g: [gather(g, op.inputs[1]), None, None])
+register_op("UnsortedSegmentSum", shape=_unsorted_segment_shape,
+            kernel=_unsorted_segments(_segment_sum_kernel),
+            grad=lambda op, g: [_gather_drop_negatives(g, op.inputs[1])[0], None, None])
+register_op("UnsortedSegmentMax", shape=_unsorted_segment_shape,
+            kernel=_unsorted_segments(_segment_extreme_kernel(True, _lowest)),
+            grad=_segment_extreme_grad)
+register_op("UnsortedSegmentMin", shape=_unsorted_segment_shape,
+            kernel=_unsorted_segments(_segment_extreme_kernel(False, _highest)),
+            grad=_segment_extreme_grad)
+
+
+def _unsorted_segment_op(op_type, data, segment_ids, num_segments, name):
+    ids = convert_to_tensor(segment_ids)
+    if not ids.dtype.is_integer:
+        raise TypeError("%s segment_ids must be int32 or int64, got %s (%s)"
+                        % (op_type, ids.dtype.name, ids.name))
+    return make_op(op_type, [convert_to_tensor(data), ids,
+                             convert_to_tensor(num_segments, preferred_dtype=_dtypes.int32)],
+                   name=name or op_type)
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
-    """``out[i] = sum(data[j] for j where segment_ids[j] == i)``."""
-    return make_op("UnsortedSegmentSum",
-                   [convert_to_tensor(data), convert_to_tensor(segment_ids),
-                    convert_to_tensor(num_segments, preferred_dtype=_dtypes.int32)],
-                   name=name or "UnsortedSegmentSum")
+    """``out[i] = sum(data[j] for j where segment_ids[j] == i)``; segment_ids has the shape of
+    data's first dimensions, in any order (negative ids are dropped)."""
+    return _unsorted_segment_op("UnsortedSegmentSum", data, segment_ids, num_segments, name)
+
+
+def unsorted_segment_max(data, segment_ids, num_segments, name=None):
+    """As ``unsorted_segment_sum``, the max instead of the sum; a segment without rows is the
+    dtype's lowest value: ``tf.unsorted_segment_max([1, 5, 2], [1, 1, 0], 3)`` is
+    ``[2, 5, lowest]``."""
+    return _unsorted_segment_op("UnsortedSegmentMax", data, segment_ids, num_segments, name)
+
+
+def unsorted_segment_min(data, segment_ids, num_segments, name=None):
+    """As ``unsorted_segment_sum``, the min instead of the sum; a segment without rows is the
+    dtype's highest value."""
+    return _unsorted_segment_op("UnsortedSegmentMin", data, segment_ids, num_segments, name)
+
+
+def _unsorted_segment_counts(data, segment_ids, num_segments):
+    """How many rows each segment got (at least 1), shaped to broadcast against its sums."""
+    from zps.ops import math_ops  # math_ops imports this module
+    data, ids = convert_to_tensor(data), convert_to_tensor(segment_ids)
+    n = unsorted_segment_sum(ones_like(ids, dtype=data.dtype), ids, num_segments)
+    n = reshape(n, concat([[-1], ones_like(shape(data))[rank(ids):]], 0))
+    return math_ops.maximum(n, constant(1, dtype=data.dtype))
+
+
+def unsorted_segment_mean(data, segment_ids, num_segments, name=None):
+    """As ``unsorted_segment_sum``, divided by each segment's row count (0 for empty segments)."""
+    return (unsorted_segment_sum(data, segment_ids, num_segments, name=name)
+            / _unsorted_segment_counts(data, segment_ids, num_segments))
+
+
+def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None):
+    """As ``unsorted_segment_sum``, divided by the square root of each segment's row count."""
+    from zps.ops import math_ops  # math_ops imports this module
+    return (unsorted_segment_sum(data, segment_ids, num_segments, name=name)
+            / math_ops.sqrt(_unsorted_segment_counts(data, segment_ids, num_segments)))
+
+
+# -- SegmentSum, SegmentMean, SegmentMax, SegmentMin (sorted segment ids) ------------------------
+def _sorted_segments(reduce):
+    """The kernel of a sorted segment reduction: ``reduce(ctx, data, ids, num_segments)`` with
+    ``segment_ids[-1] + 1`` segments, once the ids are checked (as long as data's first
+    dimension, non-decreasing, from 0)."""
+    def kernel(ctx, data, ids):
+        if ids.ndim != 1 or data.ndim == 0 or ids.shape[0] != data.shape[0]:
+            raise _bad_input("segment_ids should be the same size as dimension 0 of input: "
+                             "segment_ids shape %s, data shape %s", list(ids.shape),
+                             list(data.shape))
+        if not ids.size:
+            return reduce(ctx, data, ids, 0)
+        num = int(ids[-1]) + 1
+        if bool((ids[1:] < ids[:-1]).any()):
+            raise _bad_input("segment ids are not increasing")
+        if int(ids[0]) < 0:
+            raise _bad_input("Segment id %d out of range [0, %d), possibly because 'segment_ids' "
+                             "input is not sorted.", int(ids[0]), num)
+        return reduce(ctx, data, ids, num)
+    return kernel
+
+
+def _sorted_segment_shape(op):
+    data, ids = op.inputs[0].get_shape(), op.inputs[1].get_shape()
+    if ids.ndims not in (None, 1):
+        raise ValueError("segment_ids must be a vector, got shape %s (op '%s')" % (ids, op.name))
+    if data.ndims == 0:
+        raise ValueError("Segment reductions need data of rank at least 1, got a scalar (op '%s')"
+                         % op.name)
+    return unknown_shape() if data.ndims is None else TensorShape([None] + data.as_list()[1:])
+
+
+def _segment_mean_grad(op, g):
+    # TF's rule: each row gets its segment's gradient over the segment's row count.
+    data, ids = op.inputs
+    ones = ones_like(shape(data))[1:]
+    counts = segment_sum(ones_like(ids, dtype=g.dtype), ids)
+    return [gather(g / reshape(counts, concat([[-1], ones], 0)), ids), None]
+
+
+register_op("SegmentSum", shape=_sorted_segment_shape,
+            kernel=_sorted_segments(_segment_sum_kernel),
+            grad=lambda op, g: [gather(g, op.inputs[1]), None])
+register_op("SegmentMean", shape=_sorted_segment_shape,
+            kernel=_sorted_segments(_segment_mean_kernel), grad=_segment_mean_grad)
+register_op("SegmentMax", shape=_sorted_segment_shape,
+            kernel=_sorted_segments(_segment_extreme_kernel(True, lambda dtype: 0)),
+            grad=_segment_extreme_grad)
+register_op("SegmentMin", shape=_sorted_segment_shape,
+            kernel=_sorted_segments(_segment_extreme_kernel(False, lambda dtype: 0)),
+            grad=_segment_extreme_grad)
+
+
+def _sorted_segment_op(op_type, data, segment_ids, name):
+    ids = convert_to_tensor(segment_ids)
+    if not ids.dtype.is_integer:
+        raise TypeError("%s segment_ids must be int32 or int64, got %s (%s)"
+                        % (op_type, ids.dtype.name, ids.name))
+    return make_op(op_type, [convert_to_tensor(data), ids], name=name or op_type)
+
+
+def segment_sum(data, segment_ids, name=None):
+    """``out[i] = sum(data[j] for j where segment_ids[j] == i)`` for sorted ``segment_ids`` (one
+    per row of data); there are ``segment_ids[-1] + 1`` segments, those without rows are 0:
+    ``tf.segment_sum([1, 2, 3], [0, 0, 2])`` is ``[3, 0, 3]``."""
+    return _sorted_segment_op("SegmentSum", data, segment_ids, name)
+
+
+def segment_mean(data, segment_ids, name=None):
+    """As ``segment_sum``, the mean of each segment's rows (integer means truncated)."""
+    return _sorted_segment_op("SegmentMean", data, segment_ids, name)
+
+
+def segment_max(data, segment_ids, name=None):
+    """As ``segment_sum``, the max of each segment's rows (0 for a segment without rows)."""
+    return _sorted_segment_op("SegmentMax", data, segment_ids, name)
+
+
+def segment_min(data, segment_ids, name=None):
+    """As ``segment_sum``, the min of each segment's rows (0 for a segment without rows)."""
+    return _sorted_segment_op("SegmentMin", data, segment_ids, name)
 
 
 def densify(value):
@@ -1613,6 +1900,291 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
     return gather(flat, indices, axis=axis, name=name)
 
 
+# -- GatherNd, ScatterNd -------------------------------------------------------------------------
+def _nd_offsets(ctx, indices, dims, what):
+    """The row-major offsets into ``dims[:depth]`` of the index tuples in ``indices`` (shape
+    [..., depth]), each checked to lie inside; ``what`` names ``dims`` in the error."""
+    xp = ctx.xp
+    depth = indices.shape[-1]
+    tuples = indices.reshape((int(np.prod(indices.shape[:-1])), depth)).astype(np.int64, copy=False)
+    outside = ((tuples < 0) | (tuples >= xp.asarray(dims[:depth], dtype=np.int64))).any(axis=1)
+    if bool(outside.any()):
+        k = int(xp.argmax(outside))
+        at = "[%s]" % _index_str(k, indices.shape[:-1]) if indices.ndim > 1 else ""
+        raise _bad_input("indices%s = [%s] does not index into %s [%s]", at,
+                         ", ".join(str(v) for v in tuples[k].tolist()), what,
+                         ",".join(str(d) for d in dims))
+    strides = [int(np.prod(dims[k + 1:depth])) for k in builtins.range(depth)]
+    return (tuples * xp.asarray(strides, dtype=np.int64)).sum(axis=1)
+
+
+def _gather_nd_shape(op):
+    p, i = op.inputs[0].get_shape(), op.inputs[1].get_shape()
+    if i.ndims == 0:
+        raise ValueError("gather_nd indices must have rank at least 1, got a scalar (op '%s')"
+                         % op.name)
+    if p.ndims is None or i.ndims is None or i[-1].value is None:
+        return unknown_shape()
+    depth = i[-1].value
+    if depth > p.ndims:
+        raise ValueError("indices.shape[-1] must be <= params.rank, but saw indices shape %s and "
+                         "params shape %s (gather_nd, op '%s')" % (i, p, op.name))
+    return TensorShape(i.as_list()[:-1] + p.as_list()[depth:])
+
+
+def _gather_nd_kernel(ctx, params, indices):
+    depth = indices.shape[-1]
+    offsets = _nd_offsets(ctx, indices, params.shape, "param shape")
+    rows = params.reshape((int(np.prod(params.shape[:depth])),) + params.shape[depth:])
+    return rows.take(offsets, axis=0).reshape(indices.shape[:-1] + params.shape[depth:])
+
+
+register_op("GatherNd", dtype=lambda op: op.inputs[0].dtype, shape=_gather_nd_shape,
+            kernel=_gather_nd_kernel,
+            grad=lambda op, g: [scatter_nd(op.inputs[1], g,
+                                           shape(op.inputs[0], out_type=op.inputs[1].dtype)), None])
+
+
+def gather_nd(params, indices, name=None):
+    """Slices of ``params`` at the index tuples along the last dimension of ``indices``: the
+    output has shape ``indices.shape[:-1] + params.shape[indices.shape[-1]:]``:
+    ``tf.gather_nd([[1, 2], [3, 4]], [[1, 0], [0, 1]])`` is ``[3, 2]``."""
+    p, i = convert_to_tensor(params), convert_to_tensor(indices)
+    if not i.dtype.is_integer:
+        raise TypeError("gather_nd indices must be int32 or int64, got %s (%s)" % (i.dtype.name, i.name))
+    return make_op("GatherNd", [p, i], name=name or "GatherNd")
+
+
+def _scatter_nd_shape(op):
+    i, u = op.inputs[0].get_shape(), op.inputs[1].get_shape()
+    out = shape_from_value(op.inputs[2])
+    if i.ndims == 0:
+        raise ValueError("scatter_nd indices must have rank at least 1, got a scalar (op '%s')"
+                         % op.name)
+    if out.ndims is None or i.ndims is None or i[-1].value is None or u.ndims is None:
+        return out
+    depth = i[-1].value
+    want = (unknown_shape() if depth > out.ndims
+            else TensorShape(i.as_list()[:-1] + out.as_list()[depth:]))
+    if not want.is_compatible_with(u):
+        raise ValueError("updates of scatter_nd must have shape indices.shape[:-1] + "
+                         "shape[indices.shape[-1]:]: indices %s, updates %s, shape %s (op '%s')"
+                         % (i, u, out, op.name))
+    return out
+
+
+def _scatter_nd_kernel(ctx, indices, updates, shape):
+    dims = tuple(int(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise _bad_input("Dimension %d must be >= 0 (scatter_nd shape %s)", min(dims), list(dims))
+    depth = indices.shape[-1]
+    if depth > len(dims) or updates.shape != indices.shape[:-1] + dims[depth:]:
+        raise _bad_input("updates of scatter_nd must have shape indices.shape[:-1] + "
+                         "shape[indices.shape[-1]:]: indices %s, updates %s, shape %s",
+                         list(indices.shape), list(updates.shape), list(dims))
+    if not int(np.prod(dims)) and (indices.size or updates.size):
+        raise _bad_input("Indices and updates specified for empty output shape")
+    offsets = _nd_offsets(ctx, indices, dims, "shape")
+    rows = updates.reshape(offsets.shape + dims[depth:])
+    # Duplicate index tuples add up: the offsets are the segment ids of a segment sum.
+    return _segment_sum_kernel(ctx, rows, offsets, int(np.prod(dims[:depth]))).reshape(dims)
+
+
+register_op("ScatterNd", dtype=lambda op: op.inputs[1].dtype, shape=_scatter_nd_shape,
+            kernel=_scatter_nd_kernel,
+            grad=lambda op, g: [None, gather_nd(g, op.inputs[0]), None])
+
+
+def scatter_nd(indices, updates, shape, name=None):  # noqa: F811 - TF1's argument name
+    """Zeros of ``shape`` with ``updates`` added at the index tuples along the last dimension of
+    ``indices`` (duplicates add up): ``tf.scatter_nd([[1], [3]], [9, 10], [4])`` is
+    ``[0, 9, 0, 10]``."""
+    i = convert_to_tensor(indices)
+    if not i.dtype.is_integer:
+        raise TypeError("scatter_nd indices must be int32 or int64, got %s (%s)" % (i.dtype.name, i.name))
+    if is_symbolic(shape) or _contains_symbolic(shape):
+        s = _int_tensor(shape, "scatter_nd's shape")
+        if s.dtype != i.dtype:
+            raise TypeError("Input 'shape' of 'ScatterNd' Op has type %s that does not match type "
+                            "%s of argument 'indices'." % (s.dtype.name, i.dtype.name))
+    else:   # a Python shape takes the indices' dtype, as TF's op converts it
+        s = constant(_int_array(shape, "scatter_nd's shape"), dtype=i.dtype)
+    return make_op("ScatterNd", [i, convert_to_tensor(updates), s], name=name or "ScatterNd")
+
+
+# -- sequence_mask -------------------------------------------------------------------------------
+def sequence_mask(lengths, maxlen=None, dtype=_dtypes.bool, name=None):
+    """``mask[..., j] = j < lengths[...]`` for j in [0, maxlen) (default: the largest length):
+    ``tf.sequence_mask([1, 3], 4)`` is ``[[True, False, False, False], [True, True, True,
+    False]]``."""
+    from zps.ops import math_ops  # math_ops imports this module
+    lengths = convert_to_tensor(lengths)
+    if maxlen is None:
+        maxlen = math_ops.maximum(constant(0, dtype=lengths.dtype), math_ops.reduce_max(lengths))
+    else:
+        maxlen = convert_to_tensor(maxlen)
+    if maxlen.get_shape().ndims not in (None, 0):
+        raise ValueError("Argument `maxlen` must be scalar for sequence_mask, got shape %s (%s)"
+                         % (maxlen.get_shape(), maxlen.name))
+    columns = range(0, maxlen, dtype=maxlen.dtype)
+    mask = math_ops.less(columns, _cast(expand_dims(lengths, -1), maxlen.dtype), name=name)
+    dtype = _dtypes.as_dtype(dtype)
+    return mask if dtype == _dtypes.bool else _cast(mask, dtype)
+
+
+# -- MatrixBandPart, MatrixDiag, MatrixDiagPart (and diag, diag_part built from them) ------------
+def _band_part_kernel(ctx, x, num_lower, num_upper):
+    if x.ndim < 2:
+        raise _bad_input("input must be at least 2-dim, received shape: %s", list(x.shape))
+    for what, v in (("num_lower", num_lower), ("num_upper", num_upper)):
+        if v.ndim:
+            raise _bad_input("%s must be scalar, got shape %s", what, list(v.shape))
+    m, n = x.shape[-2:]
+    lower, upper = int(num_lower), int(num_upper)
+    if lower > m:
+        raise _bad_input("num_lower must be negative or less or equal to number of rows (%d) got: "
+                         "%d", m, lower)
+    if upper > n:
+        raise _bad_input("num_upper must be negative or less or equal to number of columns (%d) "
+                         "got: %d", n, upper)
+    xp = ctx.xp
+    above = xp.arange(n)[None, :] - xp.arange(m)[:, None]   # column - row: > 0 above the diagonal
+    keep = xp.ones((m, n), dtype=bool)
+    if lower >= 0:
+        keep &= above >= -lower
+    if upper >= 0:
+        keep &= above <= upper
+    return xp.where(keep, x, xp.zeros_like(x))
+
+
+register_op("MatrixBandPart", shape=same_shape, kernel=_band_part_kernel,
+            grad=lambda op, g: [matrix_band_part(g, op.inputs[1], op.inputs[2]), None, None])
+
+
+def matrix_band_part(input, num_lower, num_upper, name=None):  # noqa: A002
+    """The band of each innermost matrix of ``input``: ``num_lower`` diagonals below the main one
+    and ``num_upper`` above it are kept (a negative count keeps the whole triangle), the rest is
+    zero. ``tf.matrix_band_part(x, 0, -1)`` is the upper triangle, ``(x, 0, 0)`` the diagonal."""
+    return make_op("MatrixBandPart", [convert_to_tensor(input),
+                                      _int_tensor(num_lower, "matrix_band_part's num_lower"),
+                                      _int_tensor(num_upper, "matrix_band_part's num_upper")],
+                   name=name or "MatrixBandPart")
+
+
+def _matrix_diag_shape(op):
+    s = op.inputs[0].get_shape()
+    if s.ndims == 0:
+        raise ValueError("matrix_diag needs a diagonal of rank at least 1, got a scalar (op '%s')"
+                         % op.name)
+    return unknown_shape() if s.ndims is None else TensorShape(s.as_list() + s.as_list()[-1:])
+
+
+def _matrix_diag_kernel(ctx, diagonal):
+    n = diagonal.shape[-1]
+    out = ctx.xp.zeros(diagonal.shape + (n,), dtype=diagonal.dtype)
+    i = ctx.xp.arange(n)
+    out[..., i, i] = diagonal
+    return out
+
+
+register_op("MatrixDiag", shape=_matrix_diag_shape, kernel=_matrix_diag_kernel,
+            grad=lambda op, g: [matrix_diag_part(g)])
+
+
+def matrix_diag(diagonal, name=None):
+    """Square matrices with ``diagonal``'s innermost vectors on their diagonals, zeros elsewhere:
+    shape ``[..., N]`` gives ``[..., N, N]``."""
+    return make_op("MatrixDiag", [convert_to_tensor(diagonal)], name=name or "MatrixDiag")
+
+
+def _matrix_diag_part_shape(op):
+    s = op.inputs[0].get_shape()
+    if s.ndims is None:
+        return unknown_shape()
+    if s.ndims < 2:
+        raise ValueError("matrix_diag_part needs an input of rank at least 2, got shape %s (op "
+                         "'%s')" % (s, op.name))
+    m, n = s.as_list()[-2:]
+    k = 0 if 0 in (m, n) else None if None in (m, n) else min(m, n)
+    return TensorShape(s.as_list()[:-2] + [k])
+
+
+def _matrix_diag_part_grad(op, g):
+    # The diagonal's gradient on a [..., k, k] diagonal, padded with zeros to [..., M, N].
+    dims = shape(op.inputs[0])
+    k = shape(g)[-1]
+    lead = zeros(stack([rank(op.inputs[0]) - 2, 2]), dtype=_dtypes.int32)
+    paddings = concat([lead, [[0, dims[-2] - k], [0, dims[-1] - k]]], 0)
+    grad = pad(matrix_diag(g), paddings)
+    grad.set_shape(op.inputs[0].get_shape())
+    return [grad]
+
+
+register_op("MatrixDiagPart", shape=_matrix_diag_part_shape,
+            kernel=lambda ctx, x: ctx.xp.diagonal(x, axis1=-2, axis2=-1).copy(),
+            grad=_matrix_diag_part_grad)
+
+
+def matrix_diag_part(input, name=None):  # noqa: A002
+    """The main diagonals of ``input``'s innermost matrices: shape ``[..., M, N]`` gives
+    ``[..., min(M, N)]``."""
+    return make_op("MatrixDiagPart", [convert_to_tensor(input)], name=name or "MatrixDiagPart")
+
+
+def diag(diagonal, name=None):
+    """The rank-2k tensor with ``diagonal`` (rank k) on its diagonal:
+    ``out[i1..ik, i1..ik] = diagonal[i1..ik]``, zeros elsewhere."""
+    d = convert_to_tensor(diagonal)
+    if d.get_shape().ndims == 0:
+        raise ValueError("diag needs a diagonal of rank at least 1, got a scalar (%s)" % d.name)
+    dims = shape(d)
+    return reshape(matrix_diag(reshape(d, [-1])), concat([dims, dims], 0), name=name or "Diag")
+
+
+def diag_part(input, name=None):  # noqa: A002
+    """The diagonal of a rank-2k tensor of shape ``s + s``, as ``diag`` builds it (shape ``s``)."""
+    x = convert_to_tensor(input)
+    s = x.get_shape()
+    if s.ndims is None or s.ndims % 2 or not s.ndims:
+        raise ValueError("diag_part needs an input of even and non-zero rank known when the graph "
+                         "is built, got shape %s (%s)" % (s, x.name))
+    k = s.ndims // 2
+    try:
+        half = s[:k].merge_with(s[k:])
+    except ValueError:
+        raise ValueError("diag_part needs an input of shape s + s, got %s (%s)" % (s, x.name)) from None
+    from zps.ops import math_ops  # math_ops imports this module
+    dims = shape(x)[:k]
+    n = math_ops.reduce_prod(dims)
+    out = reshape(matrix_diag_part(reshape(x, stack([n, n]))), dims, name=name or "DiagPart")
+    out.set_shape(half)
+    return out
+
+
+# -- meshgrid ------------------------------------------------------------------------------------
+def meshgrid(*args, indexing="xy", name="meshgrid"):
+    """N-D coordinate grids from N vectors, each broadcast along the others' dimensions;
+    ``indexing='xy'`` (Cartesian, the default) swaps the first two dimensions of the output
+    against ``'ij'`` (matrix): ``tf.meshgrid([1, 2, 3], [4, 5])`` gives two [2, 3] grids."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Argument `indexing` parameter must be either 'xy' or 'ij', got '%s'"
+                         % (indexing,))
+    xs = [convert_to_tensor(x) for x in args]
+    if len({x.dtype.base_dtype for x in xs}) > 1:
+        raise TypeError("meshgrid arguments must have one dtype, got %s"
+                        % ", ".join(x.dtype.name for x in xs))
+    ndim = len(xs)
+    axes = list(builtins.range(ndim))
+    if indexing == "xy" and ndim > 1:
+        axes[0], axes[1] = 1, 0
+    vectors = [reshape(x, [-1 if d == a else 1 for d in builtins.range(ndim)])
+               for x, a in zip(xs, axes)]
+    dims = [None] * ndim
+    for x, a in zip(xs, axes):
+        dims[a] = size(x)
+    return [broadcast_to(v, dims, name=name) for v in vectors]
+
+
 __all__ = [
     "placeholder",
     "placeholder_with_default",
@@ -1647,7 +2219,26 @@ __all__ = [
     "where",
     "range",
     "gather",
+    "gather_nd",
+    "scatter_nd",
     "boolean_mask",
     "unsorted_segment_sum",
+    "unsorted_segment_max",
+    "unsorted_segment_min",
+    "unsorted_segment_mean",
+    "unsorted_segment_sqrt_n",
+    "segment_sum",
+    "segment_mean",
+    "segment_max",
+    "segment_min",
+    "sequence_mask",
+    "matrix_band_part",
+    "matrix_diag",
+    "matrix_diag_part",
+    "diag",
+    "diag_part",
+    "meshgrid",
+    "lin_space",
+    "linspace",
     "constant",
 ]

@@ -54,7 +54,10 @@ METADATA = frozenset(["Shape", "ShapeN", "Size", "Rank", "IsVariableInitialized"
 
 # Shape arithmetic: runs on the host even inside a GPU device scope (TF1 keeps these in host
 # memory), its inputs copied to the host if they were on a device.
-HOST_OPS = frozenset(["ReducedSize", "ShapeSuffix", "BroadcastGradientArgs"])
+HOST_OPS = frozenset(["ReducedSize", "ShapeSuffix", "BroadcastGradientArgs",
+                      # tf.cond: the If picks a branch on the host; the branch's ops run on
+                      # their own devices (a private plan, with its own copies)
+                      "If", "CaseCheck"])
 CPU_ONLY_PREFIXES = ("HashTable",)   # host resources (zps.ops.hash_table_ops)
 
 HOST_INPUTS = {
@@ -65,10 +68,13 @@ HOST_INPUTS = {
     "ArgMin": (1,), "SplitV": (1, 2), "SplitBySizes": (1, "rest"), "PadV2": (1, 2),
     "MirrorPad": (1,), "MirrorPadGrad": (1,), "ReverseV2": (1,), "BroadcastTo": (1,),
     "SumToShape": (1,), "UnsortedSegmentSum": (2,), "OneHot": (1,), "Range": (0, 1, 2),
+    "UnsortedSegmentMax": (2,), "UnsortedSegmentMin": (2,), "ScatterNd": (2,),
+    "MatrixBandPart": (1, 2), "LinSpace": (0, 1, 2),
     "RandomStandardNormal": (0,), "RandomUniform": (0,), "RandomUniformInt": (0, 1, 2),
     "TruncatedNormal": (0,), "Multinomial": (1,), "ReduceGradShape": (1,),
     "Conv2DBackpropInput": (0,), "Conv2DBackpropFilter": (1,),
-    "SparseSoftmaxCrossEntropyWithLogits": (1,),
+    "SparseSoftmaxCrossEntropyWithLogits": (1,), "HistogramFixedWidth": (2,),
+    "TopKV2": (1,), "InTopKV2": (2,),
 }
 
 _STRINGS = (_dtypes.string,)

@@ -1,5 +1,5 @@
-"""TF1's functional layers (``tf.layers``, see zps/layers.py): dense, conv2d, pooling, dropout,
-flatten, built from tf.nn ops and ``get_variable``.
+"""TF1's layers (``tf.layers``, see zps/layers.py): dense, conv2d, pooling, dropout, flatten and
+batch normalization, built from tf.nn ops and ``get_variable``.
 
 Each layer call opens a variable scope named ``name`` (by default the layer's kind, made unique:
 ``dense``, ``dense_1``, ...), so its variables are ``<scope>/kernel`` and ``<scope>/bias`` as
@@ -15,11 +15,14 @@ scope) shares them.
 ['dense/kernel', 'dense/bias'] [3. 3. 3. 3.]
 """
 
+import contextlib
+
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph, is_symbolic
-from zps.ops import array_ops, conv_ops, init_ops, math_ops, nn_ops, variable_scope
+from zps.ops import array_ops, conv_ops, init_ops, math_ops, nn_ops, state_ops, variable_scope
 
 _ZEROS = init_ops.zeros_initializer()   # TF1's default bias initializer
+_ONES = init_ops.ones_initializer()
 
 
 def _variables(name, default, reuse):
@@ -194,4 +197,240 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
                                inputs)
 
 
-__all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "dropout"]
+class BatchNormalization:
+    """TF1's batch normalization layer (Ioffe and Szegedy, 2015): ``gamma * (x - mean) /
+    sqrt(variance + epsilon) + beta`` along ``axis`` (an int or a list of ints).
+
+    In training (``training`` True, or a bool tensor that is true when run) ``mean`` and
+    ``variance`` are the batch's (biased) moments over the other axes, and each call adds two ops
+    to ``tf.GraphKeys.UPDATE_OPS`` that move ``moving_mean`` and ``moving_variance`` towards
+    them: ``moving -= (moving - batch) * (1 - momentum)``. Run them with the training step
+    (``with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)): ...``). In
+    inference the moving statistics are used and left unchanged.
+
+    The variables are ``<scope>/gamma`` and ``<scope>/beta`` (trainable, when ``scale`` and
+    ``center``) and ``<scope>/moving_mean`` and ``<scope>/moving_variance`` (global only), the
+    scope named ``name`` or ``batch_normalization``, ``batch_normalization_1``... As in TF1, a
+    4-D input normalized along axis 1 or 3 (float16/float32) goes through
+    ``tf.nn.fused_batch_norm`` (unless ``fused=False``), whose batch variance feeding the moving
+    average is Bessel-corrected.
+
+    >>> import numpy as np, zps as tf
+    >>> with tf.Graph().as_default():
+    ...     layer = tf.layers.BatchNormalization(epsilon=0.0)
+    ...     y = layer(tf.constant([[1.0], [3.0]]), training=True)
+    ...     sess = tf.Session()
+    ...     _ = sess.run(tf.global_variables_initializer())
+    ...     print(sess.run(y).ravel(), [v.op.name for v in layer.variables])
+    [-1.  1.] ['batch_normalization/gamma', 'batch_normalization/beta', \
+'batch_normalization/moving_mean', 'batch_normalization/moving_variance']
+    """
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer=_ZEROS, gamma_initializer=_ONES,
+                 moving_mean_initializer=_ZEROS, moving_variance_initializer=_ONES,
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99,
+                 fused=None, trainable=True, virtual_batch_size=None, adjustment=None, name=None,
+                 _reuse=None):
+        for what, value in [("renorm", renorm), ("virtual_batch_size", virtual_batch_size),
+                            ("adjustment", adjustment)]:
+            if value:
+                raise NotImplementedError("batch_normalization: zps does not implement %s (got "
+                                          "%r); leave it at its default" % (what, value))
+        self.axis = axis
+        self.momentum = momentum
+        self.epsilon = epsilon
+        self.center = center
+        self.scale = scale
+        self._initializers = (gamma_initializer, beta_initializer, moving_mean_initializer,
+                              moving_variance_initializer)
+        self._regularizers = (gamma_regularizer, beta_regularizer)
+        self._constraints = (gamma_constraint, beta_constraint)
+        self.fused = fused
+        self.trainable = trainable
+        self.name = name
+        self._reuse = _reuse
+        self._scope = None
+        self.gamma = self.beta = self.moving_mean = self.moving_variance = None
+        self.updates = []
+
+    @property
+    def variables(self):
+        return [v for v in (self.gamma, self.beta, self.moving_mean, self.moving_variance)
+                if v is not None]
+
+    @property
+    def trainable_variables(self):
+        return [v for v in (self.gamma, self.beta) if v is not None and self.trainable]
+
+    def __call__(self, inputs, training=False):
+        inputs = _float_input(inputs, "batch_normalization")
+        shape = inputs.get_shape()
+        if shape.ndims is None:
+            raise ValueError("Input has undefined rank: batch_normalization needs the rank of %s "
+                             "(give its placeholder a shape)" % inputs.name)
+        axes = _normalized_axes(self.axis, shape)
+        with self._layer_scope():
+            param_dtype = dtypes.float32 if inputs.dtype == dtypes.float16 else inputs.dtype
+            param_shape = ([shape[axes[0]].value] if len(axes) == 1 else
+                           [shape[i].value if i in axes else 1 for i in range(shape.ndims)])
+            self._build(param_shape, param_dtype)
+            fused = self.fused is not False and shape.ndims == 4 and axes in ([1], [3]) and \
+                inputs.dtype != dtypes.float64
+            if not is_symbolic(training) and not training:
+                return self._normalize(inputs, axes, param_shape, False, fused)[0]
+            if is_symbolic(training):
+                training = convert_to_tensor(training)
+                if training.dtype != dtypes.bool:
+                    raise TypeError("training must be a Python bool or a bool tensor, got %s"
+                                    % training.dtype.name)
+            outputs, mean, variance = self._normalize(inputs, axes, param_shape, training, fused)
+            # With a bool tensor the update ops leave the moving statistics unchanged in
+            # inference: TF1's fused layer makes the momentum 1 there (and so computes the decay
+            # in float32), its other path skips the update; either way, the same bits as TF1.
+            if not is_symbolic(training):
+                decay = 1.0 - self.momentum
+            elif fused:
+                decay = math_ops.subtract(1.0, array_ops.where(training, self.momentum, 1.0))
+            else:
+                decay = array_ops.where(training, 1.0 - self.momentum, 0.0)
+            for var, value in [(self.moving_mean, mean), (self.moving_variance, variance)]:
+                update = _assign_moving_average(var, value, decay)
+                self.updates.append(update)
+                get_default_graph().add_to_collection(GraphKeys.UPDATE_OPS, update)
+            return outputs
+
+    apply = __call__
+
+    @contextlib.contextmanager
+    def _layer_scope(self):
+        if self._scope is None:
+            with _variables(self.name, "batch_normalization", self._reuse) as scope:
+                self._scope = scope
+                self.name = scope.name.split("/")[-1]
+                yield
+            return
+        # Later calls share the variables and re-enter the first call's name scope (TF1's Layer).
+        with variable_scope.variable_scope(self._scope, reuse=True, auxiliary_name_scope=False), \
+                get_default_graph().name_scope(self._scope.original_name_scope):
+            yield
+
+    def _build(self, param_shape, param_dtype):
+        if self.moving_mean is not None:
+            return
+        gamma_init, beta_init, mean_init, variance_init = self._initializers
+        if self.scale:
+            self.gamma = _weights("gamma", param_shape, param_dtype, gamma_init,
+                                  self._regularizers[0], self.trainable, self._constraints[0])
+        if self.center:
+            self.beta = _weights("beta", param_shape, param_dtype, beta_init,
+                                 self._regularizers[1], self.trainable, self._constraints[1])
+        self.moving_mean = _weights("moving_mean", param_shape, param_dtype, mean_init, None,
+                                    False)
+        self.moving_variance = _weights("moving_variance", param_shape, param_dtype,
+                                        variance_init, None, False)
+
+    def _normalize(self, inputs, axes, param_shape, training, fused):
+        """``(outputs, mean, variance)``: ``training`` False, True or a bool tensor choosing
+        between the batch's statistics and the moving ones; ``fused``: through
+        tf.nn.fused_batch_norm."""
+        ndims = inputs.get_shape().ndims
+        if fused:
+            def fused_batch_norm(is_training):
+                ones = array_ops.ones(param_shape, self.moving_mean.dtype)
+                return nn_ops.fused_batch_norm(
+                    inputs, self.gamma if self.scale else ones,
+                    self.beta if self.center else array_ops.zeros_like(ones),
+                    self.moving_mean, self.moving_variance, self.epsilon,
+                    "NCHW" if axes == [1] else "NHWC", is_training)
+            if not is_symbolic(training):
+                return fused_batch_norm(training)
+            return [array_ops.where(training, a, b)
+                    for a, b in zip(fused_batch_norm(True), fused_batch_norm(False))]
+
+        # TF1's other path: tf.nn.moments, then tf.nn.batch_normalization (float16 in float32).
+        x = math_ops.cast(inputs, dtypes.float32) if inputs.dtype == dtypes.float16 else inputs
+        reduction = [i for i in range(ndims) if i not in axes]
+        moving = [convert_to_tensor(self.moving_mean), convert_to_tensor(self.moving_variance)]
+        if training is False:
+            mean, variance = moving
+        else:
+            mean, variance = nn_ops.moments(x, reduction, keep_dims=len(axes) > 1)
+            if is_symbolic(training):
+                mean, variance = (array_ops.where(training, a, b)
+                                  for a, b in zip((mean, variance), moving))
+
+        def channel(v):   # a single axis other than the last: the parameters as [1, C, 1, ...]
+            if v is None or len(axes) > 1 or axes[0] == ndims - 1:
+                return v
+            return array_ops.reshape(v, [param_shape[0] if i == axes[0] else 1
+                                         for i in range(ndims)])
+
+        outputs = nn_ops.batch_normalization(x, channel(mean), channel(variance),
+                                             channel(self.beta), channel(self.gamma),
+                                             self.epsilon)
+        if inputs.dtype == dtypes.float16:
+            outputs = math_ops.cast(outputs, dtypes.float16)
+        outputs.set_shape(inputs.get_shape())
+        return outputs, mean, variance
+
+
+def _normalized_axes(axis, shape):
+    """``axis`` of batch_normalization as a sorted list of non-negative axes, each of known size."""
+    ndims = shape.ndims
+    axes = axis if isinstance(axis, list | tuple) else [axis]
+    if not axes or any(not -ndims <= a < ndims for a in axes) or \
+            len({a % ndims for a in axes}) != len(axes):
+        raise ValueError("Invalid value for `axis` argument of batch_normalization. Expected 0 <= "
+                         "axis < inputs.rank (with inputs.rank=%d). Received: axis=%r"
+                         % (ndims, axis))
+    axes = sorted(a % ndims for a in axes)
+    if any(shape[a].value is None for a in axes):
+        raise ValueError("Input has undefined `axis` dimension. Received input with shape %s "
+                         "and axis=%s" % (shape, tuple(axes)))
+    return axes
+
+
+def _assign_moving_average(variable, value, decay):
+    """``variable -= (variable - value) * decay``: TF1's update op (AssignMovingAvg)."""
+    graph = get_default_graph()
+    with graph.colocate_with(variable.op), graph.name_scope("AssignMovingAvg") as scope:
+        decay = decay if is_symbolic(decay) else convert_to_tensor(decay, name="decay")
+        if decay.dtype != variable.dtype.base_dtype:   # float32, as TF1 makes it, then cast
+            decay = math_ops.cast(decay, variable.dtype.base_dtype)
+        delta = (variable - math_ops.cast(value, variable.dtype.base_dtype)) * decay
+        return state_ops.assign_sub(variable, delta, name=scope).op
+
+
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                        beta_initializer=_ZEROS, gamma_initializer=_ONES,
+                        moving_mean_initializer=_ZEROS, moving_variance_initializer=_ONES,
+                        beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                        gamma_constraint=None, training=False, trainable=True, name=None,
+                        reuse=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99,
+                        fused=None, virtual_batch_size=None, adjustment=None):
+    """TF1's functional batch normalization: ``BatchNormalization(...)(inputs, training)``.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     x = tf.placeholder(tf.float32, [None, 3])
+    ...     y = tf.layers.batch_normalization(x, training=True)
+    ...     print([op.name for op in tf.get_collection(tf.GraphKeys.UPDATE_OPS)])
+    ['batch_normalization/AssignMovingAvg', 'batch_normalization/AssignMovingAvg_1']
+    """
+    layer = BatchNormalization(
+        axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
+        beta_initializer=beta_initializer, gamma_initializer=gamma_initializer,
+        moving_mean_initializer=moving_mean_initializer,
+        moving_variance_initializer=moving_variance_initializer,
+        beta_regularizer=beta_regularizer, gamma_regularizer=gamma_regularizer,
+        beta_constraint=beta_constraint, gamma_constraint=gamma_constraint, renorm=renorm,
+        renorm_clipping=renorm_clipping, renorm_momentum=renorm_momentum, fused=fused,
+        trainable=trainable, virtual_batch_size=virtual_batch_size, adjustment=adjustment,
+        name=name, _reuse=reuse)
+    return layer(inputs, training=training)
+
+
+__all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "dropout",
+           "batch_normalization", "BatchNormalization"]

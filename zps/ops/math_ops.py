@@ -14,13 +14,16 @@ are installed at the bottom.
 [2. 3.]
 """
 
+import collections
 import math
+import re
+import string
 
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
-from zps.framework.constant import constant_value, register_constant_folder
+from zps.framework.constant import constant, constant_value, register_constant_folder
 from zps.framework.graph import Tensor, convert_to_tensor
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
@@ -33,6 +36,7 @@ from zps.ops.op_util import (
     make_op,
     normalize_axis,
     same_shape,
+    static_shape_or_none,
     to_tensors,
 )
 
@@ -404,6 +408,17 @@ register_op("Sigmoid", shape=same_shape, kernel=_sigmoid_kernel,
 def sigmoid(x, name=None):
     """``1 / (1 + exp(-x))`` elementwise, computed without overflow."""
     return _unary("Sigmoid", x, name, floats_only=True)
+
+
+def log_sigmoid(x, name=None):
+    """``log(1 / (1 + exp(-x)))`` elementwise, as TF1: ``-softplus(-x)``, without overflow.
+
+    Example: ``tf.log_sigmoid(tf.constant([0.0, -1000.0]))`` evaluates to ``[-0.6931472, -1000.]``.
+    """
+    from zps.ops.nn_ops import softplus  # nn_ops imports this module
+    x = convert_to_tensor(x)
+    with x.graph.name_scope(name or "LogSigmoid") as scope:
+        return negative(softplus(-x), name=scope)
 
 
 register_op("Reciprocal", shape=same_shape, kernel=lambda ctx, x: ctx.xp.reciprocal(x),
@@ -1022,6 +1037,412 @@ def argmin(input, axis=None, name=None, dimension=None, output_type=_dtypes.int6
     return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
 
 
+# -- Cumsum, Cumprod -----------------------------------------------------------------------------
+# As TF1's ScanOp, a bad axis is found when the op runs (InvalidArgumentError), not when it is built.
+def _scan_kernel(cumulate, identity):
+    def kernel(ctx, x, axis, exclusive, reverse):
+        if not isinstance(axis, int):
+            raise errors.InvalidArgumentError(
+                None, None, "ScanOp: axis must be a scalar, not %s" % list(axis))
+        if not -x.ndim <= axis < x.ndim:
+            raise errors.InvalidArgumentError(
+                None, None, "ScanOp: Expected scan axis in the range [%d, %d), but got %d"
+                % (-x.ndim, x.ndim, axis + x.ndim if axis < 0 else axis))
+        xp = ctx.xp
+        m = xp.moveaxis(x, axis, 0)
+        if reverse:
+            m = m[::-1]
+        if exclusive:   # the identity first, the last element dropped (also for a length-0 axis)
+            m = xp.concatenate([xp.full((1,) + m.shape[1:], identity, m.dtype), m])[:-1]
+        out = cumulate(m, axis=0, dtype=m.dtype)
+        return xp.moveaxis(out[::-1] if reverse else out, 0, axis)
+    return kernel
+
+
+def _cumprod_grad(op, g):
+    # TF's _CumprodGrad: exact for non-zero x only (0 where x is 0, by div_no_nan).
+    x, attrs = op.inputs[0], op._attrs
+    prod = cumprod(x, attrs["axis"], exclusive=attrs["exclusive"], reverse=attrs["reverse"])
+    out = cumsum(prod * g, attrs["axis"], exclusive=attrs["exclusive"], reverse=not attrs["reverse"])
+    return [div_no_nan(out, x)]
+
+
+register_op("Cumsum", shape=same_shape, kernel=_scan_kernel(lambda m, **kw: m.cumsum(**kw), 0),
+            grad=lambda op, g: [cumsum(g, op._attrs["axis"], exclusive=op._attrs["exclusive"],
+                                       reverse=not op._attrs["reverse"])])
+register_op("Cumprod", shape=same_shape, kernel=_scan_kernel(lambda m, **kw: m.cumprod(**kw), 1),
+            grad=_cumprod_grad)
+
+
+def _scan(op_type, x, axis, exclusive, reverse, name):
+    x = convert_to_tensor(x)
+    if not (x.dtype.is_floating or x.dtype.is_integer):
+        raise TypeError("Value passed to parameter 'x' of %s has DataType %s not in list of allowed "
+                        "values: numeric types (%s)" % (op_type, x.dtype.name, x.name))
+    axis_type = axis.dtype if isinstance(axis, Tensor) else _dtypes.as_dtype(np.asarray(axis).dtype)
+    if axis_type not in (_dtypes.int32, _dtypes.int64):
+        raise TypeError("Value passed to parameter 'axis' of %s has DataType %s not in list of "
+                        "allowed values: int32, int64" % (op_type, axis_type.name))
+    axis = const_axis(axis, "%s's axis" % op_type)
+    axis = int(axis) if isinstance(axis, int | np.integer) else tuple(int(a) for a in axis)
+    return make_op(op_type, [x], name=name or op_type, axis=axis, exclusive=bool(exclusive),
+                   reverse=bool(reverse))
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """The cumulative sum of ``x`` along ``axis``; ``exclusive`` leaves out each element itself,
+    ``reverse`` sums from the end.
+
+    Example: ``tf.cumsum([1, 2, 3], exclusive=True, reverse=True)`` evaluates to ``[5, 3, 0]``.
+    """
+    return _scan("Cumsum", x, axis, exclusive, reverse, name)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """The cumulative product of ``x`` along ``axis`` (``exclusive``, ``reverse`` as in cumsum);
+    its gradient, as TF's, is exact only where ``x`` is non-zero.
+
+    Example: ``tf.cumprod([2, 3, 4], exclusive=True)`` evaluates to ``[1, 2, 6]``.
+    """
+    return _scan("Cumprod", x, axis, exclusive, reverse, name)
+
+
+# -- tensordot (composite), Einsum ---------------------------------------------------------------
+def _tensordot_axes(a, b, axes):
+    """The contracted axes of ``a`` and of ``b`` as lists of non-negative ints (TF1's rules)."""
+    ranks = a.get_shape().ndims, b.get_shape().ndims
+    if None in ranks:
+        raise ValueError("tensordot needs inputs of known rank, got shapes %s and %s (%s, %s): "
+                         "give the placeholders a shape" % (a.get_shape(), b.get_shape(),
+                                                            a.name, b.name))
+    if isinstance(axes, Tensor):   # TF1 also takes an int32 tensor: it must be a constant here
+        value = constant_value(axes)
+        if value is None:
+            raise TypeError("tensordot's axes must be known when the graph is built (an int, a "
+                            "pair of lists or a constant tensor); got the computed tensor %s"
+                            % axes.name)
+        axes = np.asarray(value).tolist()
+    if isinstance(axes, int | np.integer):
+        if axes < 0:
+            raise ValueError("'axes' must be at least 0, got %d" % axes)
+        if axes > ranks[0]:
+            raise ValueError("'axes' must not be larger than the number of dimensions of tensor "
+                             "%s (%d), got %d" % (a.name, ranks[0], axes))
+        a_axes, b_axes = list(range(ranks[0] - axes, ranks[0])), list(range(axes))
+    else:
+        if len(axes) != 2:
+            raise ValueError("'axes' must be an integer or have length 2, got %r" % (axes,))
+        a_axes, b_axes = ([v] if isinstance(v, int | np.integer) else list(v) for v in axes)
+        if len(a_axes) != len(b_axes):
+            raise ValueError("Different number of contraction axes 'a' and 'b', %d != %d"
+                             % (len(a_axes), len(b_axes)))
+    out = []
+    for t, ax, rank in ((a, a_axes, ranks[0]), (b, b_axes, ranks[1])):
+        for i in ax:
+            if not -rank <= i < rank:
+                raise IndexError("tensordot axis %d is out of range for %s of rank %d"
+                                 % (i, t.name, rank))
+        out.append([int(i) % rank for i in ax])
+    return out
+
+
+def _tensordot_reshape(a, axes, flipped):
+    """``a`` transposed and reshaped to a matrix (contracted axes last, or first if ``flipped``),
+    and its free dimensions: Python ints if all known, else an int32 tensor; and static dims."""
+    dims = a.get_shape().as_list()
+    free = [i for i in range(len(dims)) if i not in axes]
+    perm = axes + free if flipped else free + axes
+    if perm != list(range(len(dims))):
+        a = array_ops.transpose(a, perm)
+    free_static = [dims[i] for i in free]
+    n = len(axes) if flipped else len(free)
+    if all(d is not None for d in dims):
+        rows, cols = (int(np.prod([dims[i] for i in p], dtype=np.int64))
+                      for p in (perm[:n], perm[n:]))
+        free_dims = free_static
+    else:
+        shape = array_ops.shape(a)
+        rows, cols = reduce_prod(shape[:n]), reduce_prod(shape[n:])
+        free_dims = shape[n:] if flipped else shape[:n]
+    new_shape = [rows, cols]
+    if a.get_shape().as_list() != new_shape:
+        a = array_ops.reshape(a, new_shape if isinstance(rows, int) else array_ops.stack(new_shape))
+    return a, free_dims, free_static
+
+
+def tensordot(a, b, axes, name=None):
+    """The contraction of ``a`` and ``b`` over ``axes`` (numpy's tensordot): an int N (the last N
+    axes of ``a`` with the first N of ``b``) or a pair of axis lists.
+
+    Example: for ``a`` of shape [3, 4, 5] and ``b`` of shape [4, 3, 2],
+    ``tf.tensordot(a, b, axes=[[1, 0], [0, 1]])`` has shape [5, 2].
+    """
+    a, b = to_tensors(a, b)
+    with a.graph.name_scope(name or "Tensordot") as scope:
+        a_axes, b_axes = _tensordot_axes(a, b, axes)
+        a_mat, a_free, a_static = _tensordot_reshape(a, a_axes, flipped=False)
+        b_mat, b_free, b_static = _tensordot_reshape(b, b_axes, flipped=True)
+        product = matmul(a_mat, b_mat)
+        if isinstance(a_free, list) and isinstance(b_free, list):
+            if product.get_shape().as_list() == a_free + b_free:
+                return product
+            return array_ops.reshape(product, a_free + b_free, name=scope)
+        free = [convert_to_tensor(d, dtype=_dtypes.int32) for d in (a_free, b_free)]
+        product = array_ops.reshape(product, array_ops.concat(free, 0), name=scope)
+        product.set_shape(a_static + b_static)
+        return product
+
+
+_EINSUM_FORMAT = re.compile(r"^([a-zA-Z,.]+)(->[a-zA-Z.]*)?$")
+
+
+def _parse_einsum(equation, shapes):
+    """TF1's parse of an einsum equation: (input labels, output labels), the ellipsis replaced
+    by unused letters (so the rank of an input with '...' must be known)."""
+    eq = equation.replace(" ", "")
+    match = _EINSUM_FORMAT.match(eq)
+    if not match:
+        raise ValueError("Indices have incorrect format: %r (einsum equations are like "
+                         "'ij,jk->ik': letters, ',' between inputs, optional '->' and output)"
+                         % equation)
+    ins = match.group(1).split(",")
+    out = match.group(2)[2:] if match.group(2) else None
+    if len(ins) != len(shapes):
+        raise ValueError('Got %d arguments for equation "%s", expecting %d'
+                         % (len(shapes), equation, len(ins)))
+    ellipsis = ""
+    if "..." in eq:
+        unused = "".join(c for c in string.ascii_letters if c not in "".join(ins))
+        for i, labels in enumerate(ins):
+            if "..." not in labels:
+                continue
+            parts = labels.split("...")
+            if len(parts) != 2:
+                raise ValueError("Unable to resolve ellipsis in %r: more than one '...'" % labels)
+            if shapes[i].ndims is None:
+                raise ValueError("Unable to statically infer ellipsis axes of einsum input %d "
+                                 "(%r): its rank is unknown; give it a shape" % (i, labels))
+            n = shapes[i].ndims - len("".join(parts))
+            if n < 0:
+                raise ValueError("Ellipses lengths do not match: %r for an input of shape %s"
+                                 % (labels, shapes[i]))
+            ins[i] = labels.replace("...", unused[len(unused) - n:])
+            ellipsis = max(ellipsis, unused[len(unused) - n:], key=len)
+        if out is not None:
+            out = out.replace("...", ellipsis)
+    if any("." in s for s in ins + [out or ""]):
+        raise ValueError("Period '.' found outside of an ellipsis in %r" % equation)
+    if out is None:   # implicit: the ellipsis, then the labels used once, in alphabetical order
+        counts = collections.Counter("".join(ins))
+        out = ellipsis + "".join(sorted(c for c, k in counts.items()
+                                        if k == 1 and c not in ellipsis))
+    for c in out:
+        if c not in "".join(ins) or out.count(c) > 1:
+            raise ValueError("Invalid equation %r: output label %s %s" % (
+                equation, c, "is in no input" if out.count(c) == 1 else "appears more than once"))
+    return ins, out
+
+
+def _einsum_dims(ins, shapes, where):
+    """``{label: size}`` from the inputs' shapes; raises ValueError where two sizes differ."""
+    sizes = {}
+    for labels, shape in zip(ins, shapes):
+        if shape is None:
+            continue
+        if len(shape) != len(labels):
+            raise ValueError("einsum %s: input with labels %r has rank %d, not %d"
+                             % (where, labels, len(shape), len(labels)))
+        for c, d in zip(labels, shape):
+            if d is not None and sizes.get(c) not in (None, d):
+                raise ValueError("einsum %s: dimension mismatch on axis %s: found %d and %d"
+                                 % (where, c, sizes[c], d))
+            if d is not None:
+                sizes[c] = d
+    return sizes
+
+
+def _einsum_shape(op):
+    ins, out = op._attrs["equation"].split("->")
+    shapes = [static_shape_or_none(t) for t in op.inputs]
+    sizes = _einsum_dims(ins.split(","), shapes, "'%s' (%s)" % (op.name, op._attrs["equation"]))
+    return TensorShape([sizes.get(c) for c in out])
+
+
+def _einsum_kernel(ctx, *xs, equation):
+    ins = equation.split("->")[0].split(",")
+    try:
+        _einsum_dims(ins, [x.shape for x in xs], equation)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(None, None, str(e)) from None
+    return ctx.xp.asarray(ctx.xp.einsum(equation, *xs)).astype(xs[0].dtype, copy=False)
+
+
+def _distinct_labels(labels, x, used):
+    """``labels`` of input ``x`` with each repeat of a label renamed to a letter not in ``used``,
+    and for each renaming ``(the two labels, an identity matrix)``: an einsum reading a diagonal
+    of ``x`` is the einsum of the renamed ``x`` times these identities."""
+    fresh = (c for c in string.ascii_letters if c not in used)
+    renamed, identities = "", []
+    for axis, c in enumerate(labels):
+        if c not in renamed:
+            renamed += c
+            continue
+        d = next(fresh)
+        renamed += d
+        n = array_ops.range(array_ops.shape(x)[axis])
+        identities.append((c + d, cast(equal(array_ops.expand_dims(n, 1), n), x.dtype)))
+    return renamed, identities
+
+
+def _einsum_grad(op, g):
+    # The gradient of input i is the einsum of g with the other inputs, into the labels of i
+    # (repeats renamed, see _distinct_labels); a label summed in input i alone is broadcast back.
+    ins, out = op._attrs["equation"].split("->")
+    ins = ins.split(",")
+    grads = []
+    for i, x in enumerate(op.inputs):
+        others = [j for j in range(len(ins)) if j != i]
+        labels, identities = _distinct_labels(ins[i], x, set(op._attrs["equation"]))
+        factors = [ins[j] for j in others] + [pair for pair, _ in identities]
+        seen = set(out).union(*factors)
+        kept = "".join(c for c in labels if c in seen)
+        grad = einsum(",".join([out] + factors) + "->" + kept, g,
+                      *[op.inputs[j] for j in others], *[eye for _, eye in identities])
+        if kept != labels:
+            for axis, c in enumerate(labels):
+                if c not in seen:
+                    grad = array_ops.expand_dims(grad, axis)
+            grad = array_ops.broadcast_to(grad, array_ops.shape(x))
+        grads.append(grad)
+    return grads
+
+
+register_op("Einsum", shape=_einsum_shape, kernel=_einsum_kernel, grad=_einsum_grad)
+
+
+def einsum(equation, *inputs, **kwargs):
+    """Einstein summation over ``inputs`` (numpy's einsum, TF1's rules): ``'ij,jk->ik'`` is a
+    matrix product, ``'ij->j'`` a column sum, ``'...ij,...jk->...ik'`` a batched product, ``'ii'``
+    a trace; without '->' the output is the ellipsis, then the labels used once, in alphabetical
+    order.
+
+    Example: ``tf.einsum('i,i->', [1.0, 2.0], [3.0, 4.0])`` evaluates to ``11.0``.
+    """
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError("Invalid keyword arguments for einsum: %s. Expected: name."
+                        % ", ".join(sorted(kwargs)))
+    inputs = to_tensors(*inputs)
+    for t in inputs[1:]:
+        check_same_dtype("Einsum", inputs[0], t)
+    ins, out = _parse_einsum(equation, [t.get_shape() for t in inputs])
+    return make_op("Einsum", inputs, name=name or "einsum",
+                   equation=",".join(ins) + "->" + out)
+
+
+# -- Bincount, HistogramFixedWidth ---------------------------------------------------------------
+def _bincount_kernel(ctx, arr, size, weights):
+    size = int(size)
+    if size < 0:
+        raise errors.InvalidArgumentError(None, None, "size (%d) must be non-negative" % size)
+    if weights.size and weights.shape != arr.shape:
+        raise errors.InvalidArgumentError(
+            None, None, "bincount: arr and weights must have the same shape, got %s and %s"
+            % (list(arr.shape), list(weights.shape)))
+    arr = arr.reshape(-1)
+    if arr.size and arr.min() < 0:
+        raise errors.InvalidArgumentError(None, None, "Input arr must be non-negative!")
+    keep = arr < size   # values past maxlength are not counted
+    counted = weights.reshape(-1)[keep] if weights.size else None
+    return np.bincount(arr[keep], counted, minlength=size).astype(weights.dtype)
+
+
+def _bincount_shape(op):
+    size = constant_value(op.inputs[1])
+    return TensorShape([None if size is None else int(size)])
+
+
+# A host op (numpy's bincount): it has no GPU kernel.
+register_op("Bincount", dtype=lambda op: op.inputs[2].dtype, shape=_bincount_shape,
+            kernels={"numpy": _bincount_kernel}, grad=None)
+
+
+def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=_dtypes.int32):
+    """How often each value of the non-negative int32 ``arr`` occurs: a vector of length
+    ``max(arr) + 1`` (0 if ``arr`` is empty), at least ``minlength``, at most ``maxlength``
+    (larger values are not counted). With ``weights`` (shaped as ``arr``) bin i sums the weights
+    of the values i, in the weights' dtype; else the counts are ``dtype``.
+
+    Example: ``tf.bincount([1, 1, 3])`` evaluates to ``[0, 2, 0, 1] (int32)``.
+    """
+    arr = convert_to_tensor(arr, dtype=_dtypes.int32)
+    with arr.graph.name_scope("bincount"):
+        # max(arr) + 1, or 0 for an empty arr: -1 joins the values so that max always exists.
+        flat = array_ops.concat([array_ops.reshape(arr, [-1]), [-1]], 0)
+        size = reduce_max(flat) + 1
+        if minlength is not None:
+            size = maximum(convert_to_tensor(minlength, dtype=_dtypes.int32), size)
+        if maxlength is not None:
+            size = minimum(convert_to_tensor(maxlength, dtype=_dtypes.int32), size)
+        if weights is None:
+            weights = constant([], dtype)
+        return make_op("Bincount", [arr, size, convert_to_tensor(weights)], name="Bincount")
+
+
+def _histogram_kernel(ctx, values, value_range, nbins, dtype):
+    nbins = int(nbins)
+    if nbins <= 0:
+        raise errors.InvalidArgumentError(
+            None, None, "nbins should be a positive number, but got '%d'" % nbins)
+    xp = ctx.xp
+    lo, hi = value_range[0], value_range[1]
+    if not bool(lo < hi):
+        raise errors.InvalidArgumentError(
+            None, None, "value_range should satisfy value_range[0] < value_range[1], but got "
+            "'[%s, %s]'" % (lo, hi))
+    # TF1's kernel, step for step (the subtractions in the values' type, the rest in doubles):
+    # bin = int(min((max(x, lo) - lo) / ((hi - lo) / nbins), nbins - 1)).
+    step = float(hi - lo) / nbins
+    offsets = (xp.maximum(values.reshape(-1), lo) - lo).astype(np.float64)
+    index = xp.minimum(offsets / step, nbins - 1).astype(np.int32)
+    return xp.bincount(index, minlength=nbins).astype(dtype.as_numpy_dtype)
+
+
+def _histogram_shape(op):
+    nbins = constant_value(op.inputs[2])
+    if nbins is not None and nbins <= 0:
+        raise ValueError("Requires nbins > 0: %d for '%s' (HistogramFixedWidth)" % (nbins, op.name))
+    return TensorShape([None if nbins is None else int(nbins)])
+
+
+register_op("HistogramFixedWidth", dtype=lambda op: op._attrs["dtype"], shape=_histogram_shape,
+            kernel=_histogram_kernel, grad=None)
+
+
+def histogram_fixed_width(values, value_range, nbins=100, dtype=_dtypes.int32, name=None):
+    """Counts of ``values`` in ``nbins`` equal bins spanning ``value_range`` = [lo, hi]; values
+    below lo count in the first bin, values at or above hi in the last.
+
+    Example: ``tf.histogram_fixed_width([-1.0, 0.0, 1.5, 2.0, 5.0, 15.0], [0.0, 5.0], nbins=5)``
+    evaluates to ``[2, 1, 1, 0, 2] (int32)``.
+    """
+    values, value_range = to_tensors(values, value_range)
+    if values.dtype not in (_dtypes.int32, _dtypes.int64, _dtypes.float32, _dtypes.float64):
+        raise TypeError("Value passed to parameter 'values' of HistogramFixedWidth has DataType %s "
+                        "not in list of allowed values: int32, int64, float32, float64 (%s)"
+                        % (values.dtype.name, values.name))
+    check_same_dtype("HistogramFixedWidth", values, value_range)
+    if not value_range.get_shape().is_compatible_with([2]):
+        raise ValueError("value_range must be a vector of 2 elements [lo, hi], got shape %s (%s)"
+                         % (value_range.get_shape(), value_range.name))
+    dtype = _dtypes.as_dtype(dtype)
+    if dtype not in (_dtypes.int32, _dtypes.int64):
+        raise TypeError("histogram_fixed_width's dtype must be int32 or int64, got %s" % dtype.name)
+    nbins = convert_to_tensor(nbins, dtype=_dtypes.int32)
+    return make_op("HistogramFixedWidth", [values, value_range, nbins],
+                   name=name or "histogram_fixed_width", dtype=dtype)
+
+
 # -- operators on Tensor -------------------------------------------------------------------------
 def _install_operators():
     # Binary operators name their op as TF1 does ("add", "mul", "truediv", ...).
@@ -1128,4 +1549,11 @@ __all__ = [
     "count_nonzero",
     "argmax",
     "argmin",
+    "log_sigmoid",
+    "cumsum",
+    "cumprod",
+    "tensordot",
+    "einsum",
+    "bincount",
+    "histogram_fixed_width",
 ]

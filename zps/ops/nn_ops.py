@@ -1,4 +1,5 @@
-"""Neural-network ops (``tf.nn``): activations, softmax, bias_add, losses, moments, dropout.
+"""Neural-network ops (``tf.nn``): activations, softmax, bias_add, losses, moments, dropout,
+batch normalization, l2_normalize, top_k, in_top_k and local response normalization.
 
 Each op is one block: registration (shape rule, kernel, gradient rule) next to its wrapper. As in
 TF1, an activation's gradient is its own op (``ReluGrad``, ``EluGrad``...) computed from the
@@ -14,6 +15,7 @@ loss and its backprop, and the gradient rule reuses that second output.
 [0.417]
 """
 
+import collections
 import logging
 import numbers
 
@@ -22,7 +24,7 @@ import numpy as np
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
 from zps.framework.constant import constant_value
-from zps.framework.graph import convert_to_tensor, is_symbolic
+from zps.framework.graph import convert_to_tensor, get_default_graph, is_symbolic
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops, math_ops, random_ops
@@ -89,6 +91,12 @@ def _is_zero(t):
         return True
     value = constant_value(t)
     return value is not None and not np.any(value)
+
+
+def _shape_error(op, msg):
+    """A build-time shape error in TF1's words, naming the op and its input shapes."""
+    return ValueError("%s for '%s' (op type %s) with input shapes: %s"
+                      % (msg, op.name, op.type, ", ".join(str(t.get_shape()) for t in op.inputs)))
 
 
 # -- Relu ----------------------------------------------------------------------------------------
@@ -712,6 +720,358 @@ def _noise_shape(x, noise_shape):
     return noise_shape
 
 
+# -- batch normalization -------------------------------------------------------------------------
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset`` (all broadcasting;
+    ``offset`` and ``scale`` may be None), computed as TF1 does: ``x * inv + (offset - mean *
+    inv)`` with ``inv = scale * rsqrt(variance + variance_epsilon)``.
+
+    >>> import zps as tf
+    >>> y = tf.nn.batch_normalization([1.0, 3.0], 2.0, 1.0, None, None, 0.0)
+    >>> tf.Session().run(y).tolist()
+    [-1.0, 1.0]
+    """
+    x = convert_to_tensor(x)
+    with x.graph.name_scope(name or "batchnorm"):
+        inv = math_ops.rsqrt(convert_to_tensor(variance) + variance_epsilon)
+        if scale is not None:
+            inv *= scale
+        mean = convert_to_tensor(mean)
+        shift = offset - mean * inv if offset is not None else -mean * inv
+        return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+
+
+# FusedBatchNormV3(x, scale, offset, mean, variance) -> (y, batch_mean, batch_variance,
+# reserve_space_1, reserve_space_2): the 4-D batch norm of one kernel. Training normalizes with
+# the batch's biased variance but reports the unbiased one (TF1's kernel, for the moving
+# averages); inference uses ``mean``/``variance`` and passes them through. The reserve outputs
+# (the mean used and 1 / sqrt(variance used + epsilon)) serve the gradient.
+def _bn_axes(data_format):
+    """(channel axis, reduction axes) of a 4-D input."""
+    return (3, (0, 1, 2)) if data_format == "NHWC" else (1, (0, 2, 3))
+
+
+def _fused_batch_norm_shape(op):
+    x = op.inputs[0].get_shape()
+    if x.ndims not in (None, 4):
+        raise _shape_error(op, "Shape must be rank 4 but is rank %d" % x.ndims)
+    dims = x.as_list() if x.ndims is not None else [None] * 4
+    c = _bn_axes(op._attrs["data_format"])[0]
+    # In training the mean and variance inputs are unused (TF1 passes empty ones).
+    for t in op.inputs[1:3] if op._attrs["is_training"] else op.inputs[1:]:
+        s = t.get_shape()
+        if s.ndims is None:
+            continue
+        if s.ndims != 1:
+            raise _shape_error(op, "Shape must be rank 1 but is rank %d" % s.ndims)
+        n = s.as_list()[0]
+        if dims[c] is not None and n is not None and dims[c] != n:
+            raise _shape_error(op, "Dimensions must be equal, but are %d and %d" % (dims[c], n))
+        dims[c] = dims[c] if dims[c] is not None else n
+    return [TensorShape(dims)] + [TensorShape([dims[c]])] * 4
+
+
+def _fused_batch_norm_kernel(ctx, x, scale, offset, mean, variance, epsilon, data_format,
+                             is_training):
+    xp = ctx.xp
+    c, axes = _bn_axes(data_format)
+    channel = [1, 1, 1, 1]
+    channel[c] = -1
+    xf = x.astype(scale.dtype, copy=False)   # float16 inputs are normalized in float32
+    if is_training:
+        mean = xf.mean(axis=axes)
+        centred = xf - mean.reshape(channel)
+        var = xp.square(centred).mean(axis=axes)
+        n = x.size // max(mean.size, 1)
+        reported = var * (n / max(n - 1, 1))
+    else:
+        centred = xf - mean.reshape(channel)
+        var = reported = variance
+    inv = 1 / xp.sqrt(var + epsilon)
+    y = centred * (inv * scale).reshape(channel) + offset.reshape(channel)
+    return y.astype(x.dtype, copy=False), mean, reported, mean, inv
+
+
+def _fused_batch_norm_grad(op, g, _g_mean, _g_variance, g_saved_mean, g_saved_inv):
+    # As TF1: only y's gradient flows back (none from batch_mean/batch_variance), and none into
+    # the mean and variance inputs of inference. The reserve outputs' gradients (only ever
+    # nonzero in a second derivative) flow into x.
+    x, scale = op.inputs[0], op.inputs[1]
+    mean, inv = op.outputs[3], op.outputs[4]
+    data_format = op._attrs["data_format"]
+    axes = list(_bn_axes(data_format)[1])
+
+    def channel(v):
+        return v if data_format == "NHWC" else array_ops.reshape(v, [-1, 1, 1])
+
+    u = scale.dtype
+    g = math_ops.cast(g, u)
+    xhat = (math_ops.cast(x, u) - channel(mean)) * channel(inv)
+    g_offset = math_ops.reduce_sum(g, axes)
+    g_scale = math_ops.reduce_sum(g * xhat, axes)
+    if not op._attrs["is_training"]:
+        return [math_ops.cast(g * channel(scale * inv), x.dtype), g_scale, g_offset, None, None]
+    n = math_ops.cast(array_ops.size(x), u) / math_ops.cast(array_ops.size(mean), u)
+    gx = channel(scale * inv) * (g - channel(g_offset / n) - xhat * channel(g_scale / n))
+    if not _is_zero(g_saved_mean):
+        gx += channel(g_saved_mean / n)
+    if not _is_zero(g_saved_inv):   # d inv / dx = -inv^3 (x - mean) / n = -inv^2 xhat / n
+        gx -= xhat * channel(g_saved_inv * inv * inv / n)
+    return [math_ops.cast(gx, x.dtype), g_scale, g_offset, None, None]
+
+
+register_op("FusedBatchNormV3", shape=_fused_batch_norm_shape, kernel=_fused_batch_norm_kernel,
+            dtype=lambda op: [op.inputs[0].dtype] + [op.inputs[1].dtype] * 4,
+            grad=_fused_batch_norm_grad, num_outputs=5)
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="NHWC",
+                     is_training=True, name=None):
+    """Batch normalization of a 4-D ``x`` over all but its channel axis (the last for "NHWC",
+    axis 1 for "NCHW") in one op: ``(y, batch_mean, batch_variance)``.
+
+    Training (``is_training=True``) normalizes with the batch's mean and biased variance and
+    returns them, the variance Bessel-corrected (``* n / (n - 1)``, as TF1's kernel does);
+    inference normalizes with ``mean`` and ``variance`` and returns them. ``scale``, ``offset``,
+    ``mean`` and ``variance`` are per-channel vectors: float32 for float16/float32 ``x``, float64
+    for float64 ``x`` (which TF1's kernel does not take).
+
+    >>> import numpy as np, zps as tf
+    >>> x = np.array([1.0, 3.0], np.float32).reshape(2, 1, 1, 1)
+    >>> y, m, v = tf.nn.fused_batch_norm(x, [1.0], [0.0], epsilon=0.0)
+    >>> [a.ravel().tolist() for a in tf.Session().run([y, m, v])]
+    [[-1.0, 1.0], [2.0], [2.0]]
+    """
+    if not is_training and (mean is None or variance is None):
+        raise ValueError("Both `mean` and `variance` must be a 1D tensor when `is_training` is "
+                         "False. Received: `mean` %r and `variance` %r" % (mean, variance))
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("fused_batch_norm: data_format must be 'NHWC' or 'NCHW' (4-D inputs), "
+                         "got %r" % (data_format,))
+    x = _features(x, "FusedBatchNormV3", "x")
+    u = _dtypes.float64 if x.dtype == _dtypes.float64 else _dtypes.float32
+    params = []
+    for arg, value in [("scale", scale), ("offset", offset), ("mean", mean),
+                       ("variance", variance)]:
+        t = convert_to_tensor(value if value is not None else [], dtype=None if is_symbolic(value)
+                              else u)
+        if t.dtype != u:
+            raise TypeError("fused_batch_norm: '%s' has dtype %s but a %s x needs %s parameters "
+                            "(%s); cast it with tf.cast" % (arg, t.dtype.name, x.dtype.name,
+                                                           u.name, t.name))
+        params.append(t)
+    y, batch_mean, batch_variance = make_op(
+        "FusedBatchNormV3", [x] + params, name=name or "FusedBatchNormV3", epsilon=float(epsilon),
+        data_format=data_format, is_training=bool(is_training))[:3]
+    return y, batch_mean, batch_variance
+
+
+# -- l2_normalize --------------------------------------------------------------------------------
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """``x / sqrt(max(sum(x ** 2, axis), epsilon))`` (``dim``: TF1's old name of ``axis``).
+
+    >>> import zps as tf
+    >>> tf.Session().run(tf.nn.l2_normalize([3.0, 4.0], 0)).tolist()
+    [0.6000000238418579, 0.800000011920929]
+    """
+    axis = _deprecated_alias("axis", axis, "dim", dim)
+    x = convert_to_tensor(x)
+    with x.graph.name_scope(name or "l2_normalize") as scope:
+        square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
+        x_inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
+        return math_ops.multiply(x, x_inv_norm, name=scope)
+
+
+# -- TopKV2, InTopKV2 ----------------------------------------------------------------------------
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+def _top_k_shape(op):
+    x, k_shape = op.inputs[0].get_shape(), op.inputs[1].get_shape()
+    if k_shape.ndims not in (None, 0):
+        raise _shape_error(op, "Input must be scalar but has rank %d" % k_shape.ndims)
+    if x.ndims is None:
+        return [unknown_shape(), unknown_shape()]
+    if x.ndims == 0:
+        raise _shape_error(op, "Shape must be at least rank 1 but is rank 0")
+    k = constant_value(op.inputs[1])
+    if k is not None:
+        k = int(k)
+        if k < 0:
+            raise _shape_error(op, "Dimension size, given by scalar input 1, must be non-negative "
+                                   "but is %d" % k)
+        last = x.as_list()[-1]
+        if last is not None and last < k:
+            raise _shape_error(op, "input must have last dimension >= k = %d but is %d" % (k, last))
+    out = TensorShape(x.as_list()[:-1] + [k])
+    return [out, out]
+
+
+def _top_k_kernel(ctx, x, k, sorted):  # noqa: A002 - TF1's attr; the output is sorted either way
+    xp = ctx.xp
+    k, n = int(k), x.shape[-1]
+    if k < 0:
+        raise errors.InvalidArgumentError(None, None, "Need k >= 0, got %d" % k)
+    if n < k:
+        raise errors.InvalidArgumentError(
+            None, None, "input must have at least k columns. Had %d, needed %d" % (n, k))
+    # Descending with ties to the lower index: a stable ascending sort of the reversed rows,
+    # read backwards (negating would overflow integers).
+    order = xp.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
+    indices = n - 1 - order
+    return xp.take_along_axis(x, indices, axis=-1), indices.astype(np.int32)
+
+
+def _top_k_grad(op, g, _g_indices):
+    # TF1's rule: g scattered into the positions the indices name (row r's index i is element
+    # r * n + i of the flattened input), zeros elsewhere.
+    x, indices = op.inputs[0], op.outputs[1]
+    x_shape, i_shape = array_ops.shape(x), array_ops.shape(indices)
+    rows = math_ops.reduce_prod(i_shape[:-1])
+    offsets = array_ops.expand_dims(array_ops.range(rows) * x_shape[-1], 1)
+    flat = array_ops.reshape(array_ops.reshape(indices, array_ops.stack([rows, i_shape[-1]]))
+                             + offsets, [-1])
+    scattered = array_ops.unsorted_segment_sum(array_ops.reshape(g, [-1]), flat,
+                                               array_ops.size(x))
+    return [array_ops.reshape(scattered, x_shape), None]
+
+
+register_op("TopKV2", shape=_top_k_shape, kernel=_top_k_kernel, num_outputs=2,
+            dtype=lambda op: [op.inputs[0].dtype, _dtypes.int32], grad=_top_k_grad)
+
+
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - TF1's argument names
+    """The ``k`` largest entries of each last-axis row of ``input`` and their int32 indices, as
+    ``(values, indices)``, largest first; equal values come in index order.
+
+    >>> import zps as tf
+    >>> values, indices = tf.nn.top_k([[1.0, 3.0, 3.0, 2.0]], k=2)
+    >>> [a.tolist() for a in tf.Session().run([values, indices])]
+    [[[3.0, 3.0]], [[1, 2]]]
+    """
+    x = convert_to_tensor(input)
+    if not (x.dtype.is_floating or x.dtype.is_integer):
+        raise TypeError("Value passed to parameter 'input' of TopKV2 has DataType %s not in list "
+                        "of allowed values: float and integer types (%s)" % (x.dtype.name, x.name))
+    k = convert_to_tensor(k) if is_symbolic(k) else convert_to_tensor(k, dtype=_dtypes.int32)
+    if k.dtype != _dtypes.int32:
+        raise TypeError("Value passed to parameter 'k' of TopKV2 has DataType %s not in list of "
+                        "allowed values: int32 (%s)" % (k.dtype.name, k.name))
+    return TopKV2(*make_op("TopKV2", [x, k], name=name or "TopKV2", sorted=bool(sorted)))
+
+
+def _in_top_k_shape(op):
+    p, t = op.inputs[0].get_shape(), op.inputs[1].get_shape()
+    if p.ndims not in (None, 2):
+        raise _shape_error(op, "Shape must be rank 2 but is rank %d" % p.ndims)
+    if t.ndims not in (None, 1):
+        raise _shape_error(op, "Shape must be rank 1 but is rank %d" % t.ndims)
+    batch = p[0] if p.ndims is not None else None
+    target = t[0] if t.ndims is not None else None
+    if batch is None or target is None:
+        return TensorShape([batch if batch is not None else target])
+    if not batch.is_compatible_with(target):
+        raise _shape_error(op, "Dimensions must be equal, but are %d and %d" % (batch.value,
+                                                                               target.value))
+    return TensorShape([batch.merge_with(target)])
+
+
+def _in_top_k_kernel(ctx, predictions, targets, k):
+    xp = ctx.xp
+    classes = predictions.shape[1]
+    valid = (targets >= 0) & (targets < classes)
+    if not classes:
+        return valid
+    target_pred = xp.take_along_axis(predictions, xp.where(valid, targets, 0)[:, None], axis=1)
+    # TF1: in if fewer than k classes score strictly higher; a row with a non-finite score is out.
+    higher = (predictions > target_pred).sum(axis=1)
+    return valid & xp.isfinite(predictions).all(axis=1) & (higher < int(k))
+
+
+register_op("InTopKV2", shape=_in_top_k_shape, kernel=_in_top_k_kernel, grad=None,
+            dtype=lambda op: _dtypes.bool)
+
+
+def in_top_k(predictions, targets, k, name=None):
+    """Whether each ``targets[i]`` is among the ``k`` classes of highest ``predictions[i]``
+    (bool ``[batch]``): fewer than ``k`` classes score strictly higher, so a tie with the k-th
+    counts as in; a row with a non-finite prediction, or an out-of-range target, is False.
+
+    >>> import zps as tf
+    >>> tf.Session().run(tf.nn.in_top_k([[0.1, 0.3, 0.3, 0.2]], [2], 1)).tolist()
+    [True]
+    """
+    with get_default_graph().name_scope(name or "in_top_k"):
+        p = convert_to_tensor(predictions) if is_symbolic(predictions) else \
+            convert_to_tensor(predictions, dtype=_dtypes.float32)
+        if p.dtype != _dtypes.float32:
+            raise TypeError("Value passed to parameter 'predictions' of InTopKV2 has DataType %s "
+                            "not in list of allowed values: float32 (%s)" % (p.dtype.name, p.name))
+        t = convert_to_tensor(targets)
+        if t.dtype not in (_dtypes.int32, _dtypes.int64):
+            raise TypeError("Value passed to parameter 'targets' of InTopKV2 has DataType %s not "
+                            "in list of allowed values: int32, int64 (%s)" % (t.dtype.name, t.name))
+        k = convert_to_tensor(k, dtype=t.dtype)
+        return make_op("InTopKV2", [p, t, k], name="InTopKV2")
+
+
+# -- LRN -----------------------------------------------------------------------------------------
+def _lrn_window_sum(v, depth_radius):
+    """Each channel's sum of ``v`` over the channels within ``depth_radius`` of it (last axis)."""
+    out = v.copy()
+    for k in range(1, min(depth_radius, v.shape[-1] - 1) + 1):
+        out[..., k:] += v[..., :-k]
+        out[..., :-k] += v[..., k:]
+    return out
+
+
+def _lrn_kernel(ctx, x, depth_radius, bias, alpha, beta):
+    return x * (bias + alpha * _lrn_window_sum(x * x, depth_radius)) ** -beta
+
+
+def _lrn_grad_kernel(ctx, g, x, y, depth_radius, bias, alpha, beta):
+    # dy_j/dx_i = [i == j] s_i^-beta - 2 alpha beta x_i y_j / s_j over the window, s the scale.
+    s = bias + alpha * _lrn_window_sum(x * x, depth_radius)
+    return g * s ** -beta - (2 * alpha * beta) * x * _lrn_window_sum(g * y / s, depth_radius)
+
+
+def _lrn_attrs(op):
+    return {k: op._attrs[k] for k in ("depth_radius", "bias", "alpha", "beta")}
+
+
+def _lrn_shape(op):
+    s = op.inputs[0].get_shape()
+    if s.ndims not in (None, 4):
+        raise _shape_error(op, "Shape must be rank 4 but is rank %d" % s.ndims)
+    return s
+
+
+register_op("LRN", shape=_lrn_shape, kernel=_lrn_kernel,
+            grad=lambda op, g: [make_op("LRNGrad", [g, op.inputs[0], op.outputs[0]],
+                                        **_lrn_attrs(op))])
+# As in TF1, LRNGrad has no gradient of its own.
+register_op("LRNGrad", shape=lambda op: op.inputs[1].get_shape(), kernel=_lrn_grad_kernel)
+
+
+def local_response_normalization(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5,  # noqa: A002
+                                 name=None):
+    """Local response normalization of a 4-D ``input`` across its last axis (Krizhevsky et al.
+    2012): ``input / (bias + alpha * sum(input ** 2 over channels d - depth_radius .. d +
+    depth_radius)) ** beta``.
+
+    >>> import numpy as np, zps as tf
+    >>> y = tf.nn.lrn(np.full((1, 1, 1, 2), 2.0, np.float32), depth_radius=1, alpha=0.125, beta=1.0)
+    >>> tf.Session().run(y).ravel().tolist()
+    [1.0, 1.0]
+    """
+    x = _features(input, "LRN", "input")
+    return make_op("LRN", [x], name=name or "LRN", depth_radius=int(depth_radius),
+                   bias=float(bias), alpha=float(alpha), beta=float(beta))
+
+
+lrn = local_response_normalization
+
+
 sigmoid = math_ops.sigmoid
 tanh = math_ops.tanh
 
@@ -735,6 +1095,13 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "moments",
     "dropout",
+    "batch_normalization",
+    "fused_batch_norm",
+    "l2_normalize",
+    "top_k",
+    "in_top_k",
+    "local_response_normalization",
+    "lrn",
     "sigmoid",
     "tanh",
 ]

@@ -84,6 +84,20 @@ class StepContext:
             if callback in self._on_cancel:
                 self._on_cancel.remove(callback)
 
+    def run_subgraph(self, feeds, fetches, feed_values):
+        """Run part of a private graph within this step (a ``tf.cond`` branch, see
+        zps.ops.control_flow_ops): same resources, extras and cancellation; its plan is made
+        once per (feeds, fetches), which must be lists of that graph's tensors."""
+        key = (tuple(feeds), tuple(fetches))
+        plan = _SUBPLANS.get(key)
+        if plan is None:
+            plan = Plan(feeds, fetches, [])
+            with _SUBPLANS_LOCK:
+                if len(_SUBPLANS) >= MAX_SUBPLANS:
+                    _SUBPLANS.pop(next(iter(_SUBPLANS)))   # the oldest
+                _SUBPLANS[key] = plan
+        return plan.run(self, feed_values)
+
     def cancel(self, error):
         """Cancel the step: every registered waiter gets ``error`` (once)."""
         with self._lock:
@@ -93,6 +107,12 @@ class StepContext:
             callbacks, self._on_cancel = self._on_cancel, []
         for cb in callbacks:
             cb(error)
+
+
+# Plans of private graphs (StepContext.run_subgraph), the oldest dropped past MAX_SUBPLANS.
+MAX_SUBPLANS = 1024
+_SUBPLANS = {}
+_SUBPLANS_LOCK = threading.Lock()
 
 
 def _array_module(backend):

@@ -1,0 +1,298 @@
+"""tf.cond and tf.case: only the chosen branch runs; gradients, nesting, serialization, clusters.
+
+Expected values are TF1's (checked against TensorFlow 2.21's tf.compat.v1 where noted).
+"""
+
+import collections
+
+import msgpack
+import numpy as np
+import pytest
+
+import zps as tf
+from zps.framework.serialization import import_graph_def
+from zps.testing.cluster import InProcessCluster, LocalCluster
+from zps.testing.gradient_checker import GradCase, check_gradients
+
+R = np.random.default_rng(7)
+
+GRAD_CASES = [
+    # The predicate stays true (false) under finite-difference nudges of the inputs.
+    GradCase("If", lambda x, y: tf.cond(tf.reduce_sum(x) > -100.0, lambda: tf.sin(x) * y,
+                                         lambda: x - y), [R.standard_normal(3), R.standard_normal(3)],
+             name="If_then"),
+    GradCase("If", lambda x, y: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x * y,
+                                         lambda: tf.square(x) / (y * y + 1.0)),
+             [R.standard_normal((2, 2)), R.standard_normal((2, 2))], name="If_else"),
+]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[c.name for c in GRAD_CASES])
+def test_gradient(case):
+    check_gradients(case)
+
+
+def _run(fetches, feeds=None, init=True):
+    with tf.Session() as sess:
+        if init:
+            sess.run(tf.global_variables_initializer())
+        return sess.run(fetches, feeds)
+
+
+def test_only_the_chosen_branch_runs_and_its_side_effects_happen_once():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        v = tf.Variable(0.0)
+        y = tf.cond(x > 0, lambda: tf.assign_add(v, 1.0), lambda: tf.assign_add(v, -10.0))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert [sess.run(y, {x: 1.0}) for _ in range(3)] == [1.0, 2.0, 3.0]
+            assert sess.run(y, {x: -1.0}) == -7.0
+            assert sess.run(v) == -7.0
+
+
+def test_branches_read_outer_tensors_and_variables():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None])
+        w = tf.Variable([1.0, 2.0, 3.0])
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * w, lambda: x - w)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_allclose(sess.run(y, {x: [1, 1, 1]}), [1, 2, 3])
+            np.testing.assert_allclose(sess.run(y, {x: [-1, -1, -1]}), [-2, -3, -4])
+
+
+def test_structures_dtypes_and_merged_static_shapes():
+    Pair = collections.namedtuple("Pair", ["a", "b"])
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        out = tf.cond(x > 0, lambda: (x, {"b": x * 2, "a": [tf.cast(x, tf.int32)]}, Pair(x, 1.0)),
+                      lambda: (-x, {"b": x, "a": [tf.constant(7)]}, Pair(x + 1, 2.0)))
+        assert list(out[1]) == ["b", "a"]   # the caller's key order, as TF1's nest
+        assert out[1]["a"][0].dtype == tf.int32 and isinstance(out[2], Pair)
+        s = tf.cond(x > 0, lambda: tf.ones([2, 3]), lambda: tf.zeros([2, 4]))
+        assert s.get_shape().as_list() == [2, None]   # TF1: (2, ?)
+        got = _run([out, s], {x: 2.0}, init=False)
+        assert got[0] == (2.0, {"b": 4.0, "a": [2]}, Pair(2.0, 1.0))
+        np.testing.assert_array_equal(got[1], np.ones([2, 3]))
+        got = _run(out, {x: -2.0}, init=False)
+        assert got == (2.0, {"b": -2.0, "a": [7]}, Pair(-1.0, 2.0))
+
+
+def test_an_operation_result_is_a_bool_telling_which_branch_ran():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        v = tf.Variable(0.0)
+        r = tf.cond(x > 0, lambda: tf.assign_add(v, 1.0).op, lambda: tf.assign_add(v, -1.0).op)
+        assert r.dtype == tf.bool   # TF1: Tensor("cond/Merge:0", dtype=bool)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(r, {x: 1.0}) and not sess.run(r, {x: -1.0})
+            assert sess.run(v) == 0.0
+
+
+def test_build_errors_say_what_is_wrong():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        with pytest.raises(TypeError, match="must not be a Python bool"):
+            tf.cond(True, lambda: x, lambda: x)
+        with pytest.raises(TypeError, match="true_fn must be callable"):
+            tf.cond(x > 0, x, lambda: x)
+        with pytest.raises(TypeError, match="bool tensor"):
+            tf.cond(x, lambda: x, lambda: x)
+        with pytest.raises(ValueError, match="scalar"):
+            tf.cond(tf.constant([True, False]), lambda: x, lambda: x)
+        with pytest.raises(ValueError, match="same type"):
+            tf.cond(x > 0, lambda: x, lambda: tf.cast(x, tf.int32))
+        with pytest.raises(ValueError, match="same structure"):
+            tf.cond(x > 0, lambda: [x, x], lambda: [x])
+        with pytest.raises(ValueError, match="return value"):
+            tf.cond(x > 0, lambda: None, lambda: x)
+        with pytest.raises(ValueError, match="create variables outside"):
+            tf.cond(x > 0, lambda: tf.Variable(1.0) * x, lambda: x)
+
+
+def test_a_non_scalar_predicate_fails_the_step():
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.bool)
+        y = tf.cond(p, lambda: tf.constant(1.0), lambda: tf.constant(2.0))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="scalar bool"):
+            _run(y, {p: [True, False]}, init=False)
+
+
+def test_branch_ops_cannot_be_fetched():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        inner = []
+        tf.cond(x > 0, lambda: inner.append(x * 3.0) or inner[0], lambda: x)
+        with pytest.raises(ValueError, match="not fetchable"):
+            _run(inner[0], {x: 1.0}, init=False)
+
+
+def test_nested_conds_and_their_gradients():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [])
+        y = tf.cond(x > 0, lambda: tf.cond(x > 2, lambda: x * x * x, lambda: x * x),
+                    lambda: -x)
+        g = tf.gradients(y, x)[0]
+        gg = tf.gradients(g, x)[0]   # second derivative through both conds
+        with tf.Session() as sess:
+            for v, want in ((3.0, (27.0, 27.0, 18.0)), (1.0, (1.0, 2.0, 2.0)),
+                            (-1.0, (1.0, -1.0, 0.0))):
+                assert sess.run([y, g, gg], {x: v}) == list(want)
+
+
+def test_the_gradient_sees_the_values_the_forward_branch_drew():
+    # A dropout mask drawn in a branch: d(sum(dropout(ones * x)))/dx = sum / x only if the
+    # gradient uses the forward pass's mask (TF1 behaves so).
+    with tf.Graph().as_default():
+        tf.set_random_seed(1)
+        x = tf.placeholder(tf.float32, [])
+        y = tf.cond(x > 0, lambda: tf.nn.dropout(tf.ones([1000]) * x, keep_prob=0.5),
+                    lambda: tf.ones([1000]) * x)
+        loss = tf.reduce_sum(y)
+        g = tf.gradients(loss, x)[0]
+        with tf.Session() as sess:
+            for _ in range(3):
+                value, grad = sess.run([loss, g], {x: 2.0})
+                assert value / 2.0 == grad and 0 < grad < 2000 and grad % 2 == 0
+            assert sess.run([loss, g], {x: -2.0}) == [-2000.0, 1000.0]
+
+
+def test_training_through_a_cond_matches_numpy():
+    # is_training switches between two losses of the same weights, as TF1 models do.
+    rng = np.random.default_rng(0)
+    xs, ys = rng.standard_normal((16, 3)), rng.standard_normal((16, 1))
+    w0 = rng.standard_normal((3, 1))
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [None, 3])
+        y = tf.placeholder(tf.float64, [None, 1])
+        training = tf.placeholder_with_default(True, [])
+        w = tf.Variable(w0)
+        pred = tf.matmul(x, w)
+        loss = tf.cond(training, lambda: tf.reduce_mean(tf.square(pred - y)),
+                       lambda: tf.reduce_mean(tf.abs(pred - y)))
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        lr = float(np.float32(0.1))   # TF1 makes the rate a float32 tensor, cast to the var's
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            want = w0.copy()
+            for _ in range(5):
+                sess.run(step, {x: xs, y: ys})
+                want -= lr * 2 * xs.T @ (xs @ want - ys) / len(xs)
+            np.testing.assert_allclose(sess.run(w), want, rtol=1e-12)
+            sess.run(step, {x: xs, y: ys, training: False})
+            want -= lr * xs.T @ np.sign(xs @ want - ys) / len(xs)
+            np.testing.assert_allclose(sess.run(w), want, rtol=1e-12)
+
+
+def test_control_dependencies_around_and_inside_a_cond():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        v = tf.Variable(1.0)
+        bump = tf.assign_add(v, 1.0)
+        with tf.control_dependencies([bump]):   # the whole cond runs after bump
+            y = tf.cond(x > 0, lambda: v * 10.0, lambda: x)
+
+        def inner():
+            with tf.control_dependencies([bump]):
+                return tf.identity(x)
+        z = tf.cond(x > 0, inner, lambda: x)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(y, {x: 1.0}) == 20.0
+            sess.run(z, {x: 1.0})
+            assert sess.run(v) == 3.0
+
+
+def test_a_graph_with_conds_survives_serialization():
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [], name="x")
+        y = tf.cond(x > 0, lambda: tf.cond(x > 5, lambda: x * 100.0, lambda: x * 2.0),
+                    lambda: -x, name="outer")
+        tf.identity(tf.gradients(y, x)[0], name="dy")
+        blob = msgpack.packb(g.as_graph_def())
+    with tf.Graph().as_default():
+        y2, dy = import_graph_def(msgpack.unpackb(blob), return_elements=[y.name, "dy:0"],
+                                  name="copy")
+        with tf.Session() as sess:
+            assert sess.run([y2, dy], {"copy/x:0": 6.0}) == [600.0, 100.0]
+            assert sess.run([y2, dy], {"copy/x:0": 1.0}) == [2.0, 2.0]
+            assert sess.run([y2, dy], {"copy/x:0": -3.0}) == [3.0, -1.0]
+
+
+def test_case_picks_the_first_true_predicate():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        c = tf.case([(x > 5, lambda: tf.constant(5.0)), (x > 2, lambda: tf.constant(2.0))])
+        d = tf.case({x > 5: lambda: x, x > 2: lambda: x * 10}, default=lambda: -x,
+                    exclusive=True)
+        with tf.Session() as sess:
+            # TF 2.21's tf.compat.v1.case: 5.0, 2.0, and an InvalidArgumentError for 0.0.
+            assert [sess.run(c, {x: v}) for v in (6.0, 3.0)] == [5.0, 2.0]
+            with pytest.raises(tf.errors.InvalidArgumentError, match="none of the conditions"):
+                sess.run(c, {x: 0.0})
+            assert [sess.run(d, {x: v}) for v in (3.0, 1.0)] == [30.0, -1.0]
+            with pytest.raises(tf.errors.InvalidArgumentError, match="2 conditions are true"):
+                sess.run(d, {x: 6.0})
+
+
+@pytest.fixture
+def cluster():
+    with InProcessCluster({"ps": 1, "worker": 1}) as c:
+        yield c
+
+
+def test_a_cond_on_a_worker_reads_and_trains_ps_variables(cluster):
+    with tf.Graph().as_default():
+        setter = tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                cluster=cluster.spec)
+        with tf.device(setter):
+            x = tf.placeholder(tf.float32, [])
+            w = tf.Variable(2.0)
+            loss = tf.cond(x > 0, lambda: tf.square(w * x), lambda: w)
+            step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        assert loss.op.device == "/job:worker/task:0" and w.device == "/job:ps/task:0"
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(step, {x: 1.0})   # d(w^2)/dw = 4: w = 2 - 0.4
+            np.testing.assert_allclose(sess.run(w), 1.6, rtol=1e-6)
+            sess.run(step, {x: -1.0})   # d(w)/dw = 1: w = 1.6 - 0.1
+            np.testing.assert_allclose(sess.run(w), 1.5, rtol=1e-6)
+
+
+def test_a_cond_updating_a_variable_of_another_task_is_refused_when_built(cluster):
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(0.0)
+        with tf.device("/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, [])
+            with pytest.raises(ValueError, match="a branch runs where its cond runs"):
+                tf.cond(x > 0, lambda: tf.assign_add(v, 1.0), lambda: x)
+        with tf.device("/job:ps/task:0"):   # placed with the variable, it runs there
+            y = tf.cond(x > 0, lambda: tf.assign_add(v, 1.0), lambda: x)
+        with tf.Session(cluster.target("worker", 0)) as sess:
+            sess.run(tf.global_variables_initializer())
+            assert [sess.run(y, {x: 1.0}) for _ in range(2)] == [1.0, 2.0]
+
+
+def test_a_cond_and_its_gradient_ship_to_a_ps_process():
+    # The If ops are placed on a ps in another process: their branches travel as plain data.
+    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
+        server = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
+        try:
+            with tf.Graph().as_default():
+                with tf.device("/job:worker/task:0"):
+                    x = tf.placeholder(tf.float32, [])
+                with tf.device("/job:ps/task:0"):
+                    v = tf.Variable(3.0)
+                    y = tf.cond(x > 0, lambda: tf.cond(x > 5, lambda: v * x * x, lambda: v * x),
+                                lambda: tf.assign_add(v, 1.0))
+                    g = tf.gradients(y, x)[0]
+                with tf.Session(server.target) as sess:
+                    sess.run(tf.global_variables_initializer())
+                    assert sess.run([y, g], {x: 6.0}) == [108.0, 36.0]
+                    assert sess.run([y, g], {x: 2.0}) == [6.0, 3.0]
+                    assert sess.run(y, {x: -1.0}) == 4.0 and sess.run(v) == 4.0
+        finally:
+            server.stop()
