@@ -29,17 +29,22 @@ from zps.ops.variable_scope import *  # noqa: F403
 from zps.ops.random_ops import *  # noqa: F403
 from zps.ops.init_ops import *  # noqa: F403
 from zps.ops.control_flow_ops import *  # noqa: F403
+from zps.ops.functional_ops import *  # noqa: F403
 from zps.ops.data_flow_ops import *  # noqa: F403
 from zps.ops.partitioned_variables import *  # noqa: F403
 from zps.ops.partition_ops import *  # noqa: F403
 from zps.ops.sparse_ops import *  # noqa: F403
+from zps.ops.string_ops import *  # noqa: F403
+from zps.ops.reader_ops import *  # noqa: F403
 from zps.ops.script_ops import *  # noqa: F403
+from zps.ops.logging_ops import *  # noqa: F403
+from zps.ops.logging_ops import print_v2 as print  # tf.print
 from zps.ops.resources import *  # noqa: F403
 from zps.ops.gradients_impl import gradients
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import app, contrib, distribute, layers, losses, metrics, nn, summary, train
+from zps import app, contrib, data, distribute, gfile, layers, losses, metrics, nn, python_io, summary, train
 from zps.runtime import allocator as _allocator
 
 

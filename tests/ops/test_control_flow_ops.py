@@ -1,4 +1,5 @@
-"""tf.cond and tf.case: only the chosen branch runs; gradients, nesting, serialization, clusters.
+"""tf.cond, tf.case, tf.while_loop: only what is chosen runs; gradients, nesting, serialization,
+clusters.
 
 Expected values are TF1's (checked against TensorFlow 2.21's tf.compat.v1 where noted).
 """
@@ -24,6 +25,9 @@ GRAD_CASES = [
     GradCase("If", lambda x, y: tf.cond(tf.reduce_sum(x) > 100.0, lambda: x * y,
                                          lambda: tf.square(x) / (y * y + 1.0)),
              [R.standard_normal((2, 2)), R.standard_normal((2, 2))], name="If_else"),
+    GradCase("While", lambda x, w: tf.while_loop(
+        lambda k, y: k < 3, lambda k, y: (k + 1, tf.tanh(y * w) + x), [0, x])[1],
+        [R.standard_normal(3), R.standard_normal(3)], name="While"),
 ]
 
 
@@ -108,7 +112,7 @@ def test_build_errors_say_what_is_wrong():
             tf.cond(x > 0, lambda: [x, x], lambda: [x])
         with pytest.raises(ValueError, match="return value"):
             tf.cond(x > 0, lambda: None, lambda: x)
-        with pytest.raises(ValueError, match="create variables outside"):
+        with pytest.raises(ValueError, match="create variables outside tf.cond"):
             tf.cond(x > 0, lambda: tf.Variable(1.0) * x, lambda: x)
 
 
@@ -267,7 +271,7 @@ def test_a_cond_updating_a_variable_of_another_task_is_refused_when_built(cluste
             v = tf.Variable(0.0)
         with tf.device("/job:worker/task:0"):
             x = tf.placeholder(tf.float32, [])
-            with pytest.raises(ValueError, match="a branch runs where its cond runs"):
+            with pytest.raises(ValueError, match="runs where its op runs"):
                 tf.cond(x > 0, lambda: tf.assign_add(v, 1.0), lambda: x)
         with tf.device("/job:ps/task:0"):   # placed with the variable, it runs there
             y = tf.cond(x > 0, lambda: tf.assign_add(v, 1.0), lambda: x)
@@ -276,23 +280,148 @@ def test_a_cond_updating_a_variable_of_another_task_is_refused_when_built(cluste
             assert [sess.run(y, {x: 1.0}) for _ in range(2)] == [1.0, 2.0]
 
 
-def test_a_cond_and_its_gradient_ship_to_a_ps_process():
-    # The If ops are placed on a ps in another process: their branches travel as plain data.
+@pytest.fixture
+def ps_process():
+    """A ps task in a process of its own; yields this process's worker server."""
     with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
         server = tf.train.Server(cluster.spec, job_name="worker", task_index=0)
         try:
-            with tf.Graph().as_default():
-                with tf.device("/job:worker/task:0"):
-                    x = tf.placeholder(tf.float32, [])
-                with tf.device("/job:ps/task:0"):
-                    v = tf.Variable(3.0)
-                    y = tf.cond(x > 0, lambda: tf.cond(x > 5, lambda: v * x * x, lambda: v * x),
-                                lambda: tf.assign_add(v, 1.0))
-                    g = tf.gradients(y, x)[0]
-                with tf.Session(server.target) as sess:
-                    sess.run(tf.global_variables_initializer())
-                    assert sess.run([y, g], {x: 6.0}) == [108.0, 36.0]
-                    assert sess.run([y, g], {x: 2.0}) == [6.0, 3.0]
-                    assert sess.run(y, {x: -1.0}) == 4.0 and sess.run(v) == 4.0
+            yield server
         finally:
             server.stop()
+
+
+def test_a_cond_and_its_gradient_ship_to_a_ps_process(ps_process):
+    # The If ops are placed on a ps in another process: their branches travel as plain data.
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, [])
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(3.0)
+            y = tf.cond(x > 0, lambda: tf.cond(x > 5, lambda: v * x * x, lambda: v * x),
+                        lambda: tf.assign_add(v, 1.0))
+            g = tf.gradients(y, x)[0]
+        with tf.Session(ps_process.target) as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run([y, g], {x: 6.0}) == [108.0, 36.0]
+            assert sess.run([y, g], {x: 2.0}) == [6.0, 3.0]
+            assert sess.run(y, {x: -1.0}) == 4.0 and sess.run(v) == 4.0
+
+
+# -- tf.while_loop -----------------------------------------------------------------------------
+def test_while_loop_values_structures_and_maximum_iterations():
+    with tf.Graph().as_default():
+        i, total = tf.while_loop(lambda i, t: i < 5, lambda i, t: (i + 1, t + i), [0, 0])
+        single = tf.while_loop(lambda v: tf.reduce_sum(v) < 100.0, lambda v: v * 2.0,
+                               [tf.ones([3])])
+        capped = tf.while_loop(lambda v: v < 100, lambda v: v + 1, [0], maximum_iterations=7)
+        nested = tf.while_loop(lambda s: s["n"] < 3,
+                               lambda s: [{"n": s["n"] + 1, "x": (s["x"][0] * 2.0,)}],
+                               [{"n": 0, "x": (tf.constant(1.5),)}])
+        grown = tf.while_loop(
+            lambda k, a: k < 3, lambda k, a: (k + 1, tf.concat([a, [tf.cast(k, tf.float32)]], 0)),
+            [0, tf.zeros([0])], shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])])
+        assert single.get_shape().as_list() == [3] and grown[1].get_shape().as_list() == [None]
+        got = _run([i, total, single, capped, nested, grown], init=False)
+        assert got[:2] == [5, 10] and got[3] == 7
+        np.testing.assert_array_equal(got[2], [64.0, 64.0, 64.0])
+        assert got[4] == [{"n": 3, "x": (12.0,)}]
+        np.testing.assert_array_equal(got[5][1], [0.0, 1.0, 2.0])
+
+
+def test_while_loop_gradients_match_the_unrolled_derivative():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [])
+        w = tf.constant(1.5, tf.float64)
+        _, y = tf.while_loop(lambda n, y: n < 4, lambda n, y: (n + 1, y * x + w),
+                             [tf.constant(0), x])
+        g = tf.gradients(y, [x, w])
+        with tf.Session() as sess:
+            got = sess.run([y, g], {x: 2.0})
+        # y = (((x*x + w)*x + w)*x + w)*x + w = x^5 + w (x^3 + x^2 + x + 1)
+        assert got[0] == 54.5
+        np.testing.assert_allclose(got[1], [5 * 2.0 ** 4 + 1.5 * (3 * 2.0 ** 2 + 2 * 2.0 + 1),
+                                            2.0 ** 3 + 2.0 ** 2 + 2.0 + 1], rtol=1e-12)
+
+
+def test_nested_loops_and_conds_in_loops_have_their_own_iterations_gradients():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [])
+
+        def outer_body(k, y):
+            _, y2 = tf.while_loop(lambda j, z: j < 2, lambda j, z: (j + 1, z * x), [0, y])
+            return k + 1, y2
+        _, y = tf.while_loop(lambda k, y: k < 3, outer_body, [0, tf.constant(1.0, tf.float64)])
+
+        def body2(k, y):
+            return k + 1, tf.cond(y > 10.0, lambda: y + x, lambda: y * x)
+        _, y2 = tf.while_loop(lambda k, y: k < 4, body2, [0, tf.constant(1.0, tf.float64)])
+        y3 = tf.cond(x > 0, lambda: tf.while_loop(lambda k, z: k < 3,
+                                                  lambda k, z: (k + 1, z * x), [0, x])[1],
+                     lambda: x)
+        grads = [tf.gradients(v, x)[0] for v in (y, y2, y3)]
+        with tf.Session() as sess:
+            assert sess.run([y, grads[0]], {x: 2.0}) == [64.0, 192.0]      # x^6
+            assert sess.run([y2, grads[1]], {x: 3.0}) == [30.0, 28.0]     # x^3 + x after 4 steps
+            assert sess.run([y3, grads[2]], {x: 2.0}) == [16.0, 32.0]     # x^4
+
+
+def test_an_rnn_trained_through_a_loop_matches_numpy():
+    rng = np.random.default_rng(3)
+    xs, w0, u0 = rng.standard_normal((5, 4, 3)), rng.standard_normal((3, 2)), \
+        rng.standard_normal((2, 2)) * 0.5
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [5, 4, 3])
+        w, u = tf.Variable(w0), tf.Variable(u0)
+        _, h = tf.while_loop(lambda t, h: t < 5,
+                             lambda t, h: (t + 1, tf.tanh(tf.matmul(x[t], w) + tf.matmul(h, u))),
+                             [0, tf.zeros([4, 2], tf.float64)])
+        loss = tf.reduce_sum(tf.square(h))
+        gw, gu = tf.gradients(loss, [w, u])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run([loss, gw, gu], {x: xs})
+    hs = [np.zeros((4, 2))]
+    for t in range(5):
+        hs.append(np.tanh(xs[t] @ w0 + hs[-1] @ u0))
+    dh, want_w, want_u = 2 * hs[-1], np.zeros_like(w0), np.zeros_like(u0)
+    for t in reversed(range(5)):   # backpropagation through time
+        da = dh * (1 - hs[t + 1] ** 2)
+        want_w += xs[t].T @ da
+        want_u += hs[t].T @ da
+        dh = da @ u0.T
+    np.testing.assert_allclose(got[0], (hs[-1] ** 2).sum(), rtol=1e-12)
+    np.testing.assert_allclose(got[1], want_w, rtol=1e-10)
+    np.testing.assert_allclose(got[2], want_u, rtol=1e-10)
+
+
+def test_while_loop_build_errors_say_what_is_wrong():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="shape_invariants"):
+            tf.while_loop(lambda v: tf.size(v) < 4, lambda v: tf.concat([v, v], 0),
+                          [tf.ones([1])])
+        with pytest.raises(TypeError, match="enters the loop as int32"):
+            tf.while_loop(lambda v: v < 4, lambda v: tf.cast(v, tf.float32), [0])
+        with pytest.raises(TypeError, match="scalar bool"):
+            tf.while_loop(lambda v: v, lambda v: v + 1, [0])
+        with pytest.raises(ValueError, match="structure of loop_vars"):
+            tf.while_loop(lambda a, b: a < 3, lambda a, b: (a + 1, (b, b)), [0, 1])
+        with pytest.raises(ValueError, match="No loop variables"):
+            tf.while_loop(lambda: True, lambda: (), [])
+        with pytest.raises(TypeError, match="body must be callable"):
+            tf.while_loop(lambda v: v < 1, 3, [0])
+
+
+def test_a_while_loop_ships_to_a_ps_process_and_trains_there(ps_process):
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, [])
+        with tf.device("/job:ps/task:0"):
+            w = tf.Variable(0.5)
+            _, y = tf.while_loop(lambda k, y: k < 3, lambda k, y: (k + 1, y * w), [0, x])
+            step = tf.train.GradientDescentOptimizer(0.1).minimize(y)
+        with tf.Session(ps_process.target) as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(y, {x: 2.0}) == 0.25          # x * w^3
+            sess.run(step, {x: 2.0})                      # dy/dw = 3 x w^2 = 1.5
+            np.testing.assert_allclose(sess.run(w), 0.35, rtol=1e-6)

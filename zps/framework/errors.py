@@ -122,3 +122,15 @@ def from_code(code, message, op_name=None):
 
 def error_code_from_exception_type(cls):
     return cls.error_code
+
+
+_OS_ERRORS = {FileNotFoundError: NotFoundError, FileExistsError: AlreadyExistsError,
+              PermissionError: PermissionDeniedError, IsADirectoryError: FailedPreconditionError,
+              NotADirectoryError: FailedPreconditionError}
+
+
+def from_os_error(error, path):
+    """An OSError about the file ``path`` as TF1's file ops report it: ``"<path>; <reason>"``
+    (NotFoundError for a missing file, ...; UnknownError for the rest)."""
+    return _OS_ERRORS.get(type(error), UnknownError)(
+        None, None, "%s; %s" % (path, error.strerror or error))

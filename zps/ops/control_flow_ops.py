@@ -16,7 +16,7 @@ from zps.framework.graph import (
     get_default_graph,
 )
 from zps.framework.registry import register_op
-from zps.framework.serialization import import_graph_def, node_to_def
+from zps.framework.serialization import VERSIONS, import_graph_def, node_to_def
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops
 from zps.ops.op_util import make_op
@@ -98,24 +98,82 @@ def cond_initialized(variable):
     return make_op("InitializedValue", [variable._ref(), variable.initial_value],
                    name=variable.op.name + "/initialized_value")
 
-# -- tf.cond: a functional If ------------------------------------------------------------------
-# A branch is built in the caller's graph, so its ops keep TF1's names (cond/mul) and tf.gradients
-# sees them, and is also kept as plain data in the If op's attrs: its ops, the outer tensors it
-# reads (inputs of the If) and its outputs. The If's kernel runs only the branch ``pred`` selects,
-# as a private graph fed with those inputs (StepContext.run_subgraph), so the other branch's ops
-# and their side effects never run, as in TF1. Nothing outside a branch reads its ops, so no plan
-# of the outer graph runs them, and they cannot be fetched. The If ships to other tasks like any
-# op (its attrs are plain data).
+# -- functional control flow: tf.cond's If, tf.while_loop's While ---------------------------------
+# A branch (a loop's condition or body) is built in the caller's graph, so its ops keep TF1's
+# names (cond/mul) and tf.gradients sees them, and is also kept as plain data in its op's attrs
+# (a "function"): its ops as a graph_def, the placeholders it takes as arguments (a loop's
+# variables), the outer tensors it reads (inputs of the op) and its outputs. The kernel runs a
+# function as a private graph (StepContext.run_subgraph): an If runs only the branch ``pred``
+# selects, so the other branch's ops and their side effects never run, as in TF1; a While runs
+# its condition and body until the condition is false. Nothing outside a function reads its ops,
+# so no plan of the outer graph runs them, and they cannot be fetched. The ops ship to other
+# tasks like any op (their attrs are plain data).
 #
-# Gradients: the If's gradient is another If on the same predicate whose branches are the
-# gradients of the forward branches. Values of a forward branch that its gradient needs are kept
-# by the forward If in the step (``ctx.extras``) and fed to the gradient's branch, so nothing of
-# the forward branch runs twice (a dropout mask in a branch is the one the forward pass drew).
+# Gradients: the If's gradient is another If on the same predicate whose branches are the forward
+# branches' gradients; the While's is a WhileGrad running the body's gradient once per iteration,
+# last first. Values of a forward function that its gradient needs are kept by the forward op in
+# the step (``ctx.extras``, per iteration for a loop) and fed to the gradient's function, so
+# nothing runs twice (a dropout mask drawn in a branch is the one its gradient sees).
 
-_STASH = "cond_values"   # ctx.extras key: forward If name -> {tensor name: value}
-_PRIVATE = collections.OrderedDict()   # id(branch attr) -> (branch, key, feeds, fetches)
+_STASH = "function_values"   # ctx.extras key: forward op name -> what it kept (see the kernels)
+_PRIVATE = collections.OrderedDict()   # id(function attr) -> (function, key, feeds, fetches)
 _PRIVATE_LOCK = threading.Lock()
 MAX_PRIVATE_GRAPHS = 1024
+
+
+def _private_graph(fn, tin):
+    """A function as a private graph: (placeholders fed in order: arguments, inputs, restored
+    values; tensors fetched: outputs, kept values), made once per function attr (and again when
+    a gradient added values for it to keep)."""
+    key = (len(fn["keep"]), fn["version"])
+    entry = _PRIVATE.get(id(fn))
+    if entry is not None and entry[1] == key:
+        return entry[2], entry[3]
+    graph = Graph()
+    with graph.as_default():
+        feeds, input_map = [], {}
+        for i, (name, dtype) in enumerate(
+                [(name, tin[k]) for k, name in fn["inputs"]] + fn["restore"]):
+            ph = array_ops.placeholder(dtype, name="_input_%d" % i)
+            feeds.append(ph)
+            input_map[name] = ph
+        import_graph_def(fn["graph"], input_map=input_map, name="")
+        feeds = [graph.get_tensor_by_name(n) for n in fn["args"]] + feeds
+        fetches = [graph.get_tensor_by_name(n) for n in fn["outputs"] + fn["keep"]]
+    with _PRIVATE_LOCK:
+        _PRIVATE[id(fn)] = (fn, key, feeds, fetches)   # holds fn: its id stays its own
+        while len(_PRIVATE) > MAX_PRIVATE_GRAPHS:
+            _PRIVATE.popitem(last=False)
+    return feeds, fetches
+
+
+def _call(ctx, fn, tin, args, inputs, restored=None):
+    """Run function ``fn`` in the step: (its outputs, {name: value} of what it keeps)."""
+    feeds, fetches = _private_graph(fn, tin)
+    values = list(args) + [inputs[k] for k, _ in fn["inputs"]]
+    if fn["restore"]:
+        values += [restored[name] for name, _ in fn["restore"]]
+    out = ctx.run_subgraph(feeds, fetches, values)
+    n = len(fn["outputs"])
+    return out[:n], dict(zip(fn["keep"], out[n:]))
+
+
+def _kept_by_forward(ctx, op_name, built_as, stash_of):
+    # The forward op's name here: names get a prefix when a graph is imported under one.
+    forward = op_name[:len(op_name) - len(built_as)] + stash_of
+    kept = ctx.extras.get(_STASH, {}).get(forward)
+    if kept is None:
+        raise errors.InternalError(
+            op_name, None, "The gradient %s of %s ran in a step where %s did not run on this "
+            "task: run the gradient with its forward op, on that op's task"
+            % (op_name, forward, forward))
+    return kept
+
+
+def _single(out):
+    if not out:
+        return None
+    return out[0] if len(out) == 1 else out
 
 
 def _if_kernel(ctx, pred, *inputs, Tout, output_shapes, Tin, then_branch, else_branch,  # noqa: N803
@@ -125,54 +183,15 @@ def _if_kernel(ctx, pred, *inputs, Tout, output_shapes, Tin, then_branch, else_b
             op_name, None, "The predicate of cond %s must be a scalar bool; got shape %s"
             % (op_name, list(pred.shape)))
     branch = then_branch if bool(pred) else else_branch
-    feeds, fetches = _private_graph(branch, Tin)
-    values = [inputs[k] for k, _ in branch["inputs"]]
-    if branch["restore"]:
-        # The forward If's name here: names get a prefix when a graph is imported under one.
-        forward = op_name[:len(op_name) - len(built_as)] + stash_of
-        kept = ctx.extras.get(_STASH, {}).get(forward)
-        if kept is None:
-            raise errors.InternalError(
-                op_name, None, "The gradient %s of cond %s ran in a step where that cond did not "
-                "run on this task: run the gradient with its cond, on the cond's task"
-                % (op_name, forward))
-        values += [kept[name] for name, _ in branch["restore"]]
-    out = ctx.run_subgraph(feeds, fetches, values)
-    n = len(branch["outputs"])
-    if branch["keep"]:
-        ctx.extras.setdefault(_STASH, {})[op_name] = dict(zip(branch["keep"], out[n:]))
-    out = out[:n]
-    if not out:
-        return None
-    return out[0] if n == 1 else out
-
-
-def _private_graph(branch, tin):
-    """The branch as a private graph: (placeholders fed in order, tensors fetched), made once per
-    branch (and again when a gradient added values for it to keep)."""
-    key = (len(branch["keep"]), branch["version"])
-    entry = _PRIVATE.get(id(branch))
-    if entry is not None and entry[1] == key:
-        return entry[2], entry[3]
-    graph = Graph()
-    with graph.as_default():
-        feeds, input_map = [], {}
-        for i, (name, dtype) in enumerate(
-                [(name, tin[k]) for k, name in branch["inputs"]] + branch["restore"]):
-            ph = array_ops.placeholder(dtype, name="_input_%d" % i)
-            feeds.append(ph)
-            input_map[name] = ph
-        import_graph_def(branch["graph"], input_map=input_map, name="")
-        fetches = [graph.get_tensor_by_name(n) for n in branch["outputs"] + branch["keep"]]
-    with _PRIVATE_LOCK:
-        _PRIVATE[id(branch)] = (branch, key, feeds, fetches)   # holds branch: its id stays its
-        while len(_PRIVATE) > MAX_PRIVATE_GRAPHS:
-            _PRIVATE.popitem(last=False)
-    return feeds, fetches
+    restored = _kept_by_forward(ctx, op_name, built_as, stash_of) if branch["restore"] else None
+    out, kept = _call(ctx, branch, Tin, (), inputs, restored)
+    if kept:
+        ctx.extras.setdefault(_STASH, {})[op_name] = kept
+    return _single(out)
 
 
 def _if_grad(op, *out_grads):
-    fwd = _conds(op.graph).get(op)
+    fwd = _functions(op.graph).get(op)
     if fwd is None:
         raise LookupError("No gradient for %s: it was not built by tf.cond in this graph" % op.name)
     from zps.ops import gradients_impl
@@ -183,14 +202,15 @@ def _if_grad(op, *out_grads):
         return [None] * len(op._inputs)
     index = {y: i for i, y in enumerate(op._outputs)}
     branches = []
-    for _, outputs, _ in fwd:
-        def grads_of(outputs=outputs):
+    for key in _BRANCHES:
+        def grads_of(outputs=fwd[key].outputs):
             ys = [outputs[index[y]] for y, _ in pairs]
             gs = gradients_impl.gradients(ys, xs, grad_ys=[g for _, g in pairs])
             return [array_ops.zeros_like(x) if g is None else array_ops.densify(g)
                     for x, g in zip(xs, gs)]
-        branches.append(_build_branch(graph, grads_of, "gradient"))
-    grads = _make_if(graph, op._inputs[0], branches, "If", forward=op, forward_ops=fwd)
+        ops, outputs, _ = _build_branch(graph, grads_of, "gradient")
+        branches.append(_Function(ops, outputs, forward_ops=fwd[key].all_ops()))
+    grads = _make_if(graph, op._inputs[0], branches, "If", forward=op)
     it = iter(grads)
     return [None] + [next(it) if t.dtype.is_floating else None for t in op._inputs[1:]]
 
@@ -198,52 +218,80 @@ def _if_grad(op, *out_grads):
 register_op("If", dtype=lambda op: list(op._attrs["Tout"]),
             shape=lambda op: list(op._attrs["output_shapes"]), kernel=_if_kernel,
             stateful=True, needs_op_name=True, light_ok=False, grad=_if_grad)
+_BRANCHES = ("then_branch", "else_branch")
 
 
-def _conds(graph):
-    """The Ifs of ``graph`` built by cond: If op -> (ops, outputs, forward ops) of each branch
-    (forward ops: those of the forward branch, for a gradient's If)."""
-    conds = graph.__dict__.get("_zps_conds")
-    if conds is None:
-        conds = graph.__dict__.setdefault("_zps_conds", {})
-    return conds
+class _Function:
+    """A function as built in the caller's graph: its ops, outputs, argument placeholders, and
+    (for a gradient) the ops of the forward function whose values it reads."""
+
+    __slots__ = ("ops", "outputs", "args", "forward_ops")
+
+    def __init__(self, ops, outputs, args=(), forward_ops=()):
+        self.ops, self.outputs, self.args = ops, outputs, list(args)
+        self.forward_ops = list(forward_ops)
+
+    def all_ops(self):
+        return self.ops + [a.op for a in self.args]
+
+    def export(self):
+        return _export(self.ops, self.outputs, self.forward_ops, self.args)
+
+
+def _functions(graph):
+    """The functional ops of ``graph``: op -> {attr name: _Function}."""
+    return graph.__dict__.setdefault("_zps_functions", {})
 
 
 def _claimed(graph):
-    """The ops of ``graph`` that belong to some If's branch."""
-    claimed = graph.__dict__.get("_zps_branch_ops")
-    if claimed is None:
-        claimed = graph.__dict__.setdefault("_zps_branch_ops", set())
-    return claimed
+    """The ops of ``graph`` that belong to some function (a branch, a loop body)."""
+    return graph.__dict__.setdefault("_zps_function_ops", set())
+
+
+def _owners(graph):
+    """Function op -> (the functional op holding it, its attr name)."""
+    return graph.__dict__.setdefault("_zps_function_owners", {})
+
+
+def _record(graph, fn):
+    """(ops created by ``fn()`` that no inner function claimed, its result), built without the
+    caller's control dependencies (the functional op gets those)."""
+    start = len(graph._ops_list)
+    with graph.control_dependencies(None):
+        result = fn()
+    claimed = _claimed(graph)
+    return [op for op in graph._ops_list[start:] if op not in claimed], result
 
 
 def _build_branch(graph, fn, what):
-    """Call ``fn`` recording the ops it creates: (ops, flat outputs, pack(values) -> structure)."""
-    start = len(graph._ops_list)
-    with graph.control_dependencies(None):
+    """Call ``fn`` recording the ops it creates: (ops, flat outputs, pack(values) -> structure).
+    Each output is an identity made in the branch; an Operation becomes a bool (True if the true
+    branch ran), as TF1 returns for it."""
+    def build():
         result = fn()
         if result is None:
             raise ValueError("%s must have a return value." % what)
         flat, pack = _flatten(result)
         outputs = []
         for v in flat:
-            if isinstance(v, Operation):   # TF1 returns a bool for it (its branch ran)
-                with graph.control_dependencies([v]):
+            if isinstance(v, Operation):
+                with get_default_graph().control_dependencies([v]):
                     outputs.append(array_ops.identity(what != "false_fn"))
             else:
                 outputs.append(array_ops.identity(array_ops.densify(convert_to_tensor(v))))
-    claimed = _claimed(graph)
-    ops = [op for op in graph._ops_list[start:] if op not in claimed]
+        return outputs, pack
+    ops, (outputs, pack) = _record(graph, build)
     for op in ops:
         if op.op_def.ref_output:
-            raise ValueError("%s created the variable %s: create variables outside tf.cond (a "
-                             "branch runs as a private graph where its cond runs)" % (what, op.name))
+            raise ValueError("%s created the variable %s: create variables outside tf.cond and "
+                             "tf.while_loop (a function runs as a private graph where its op "
+                             "runs)" % (what, op.name))
     return ops, outputs, pack
 
 
 def _flatten(value):
     """(flat list of leaves, pack(leaves) -> the same structure) for lists, tuples, namedtuples
-    and dicts (sorted keys, as TF1's nest)."""
+    and dicts (leaves in sorted-key order, as TF1's nest; packed in the dict's own order)."""
     if isinstance(value, dict):
         keys = sorted(value)
         parts = [_flatten(value[k]) for k in keys]
@@ -254,7 +302,7 @@ def _flatten(value):
             for k, (_, p), n in zip(keys, parts, sizes):
                 out[k] = p(leaves[i:i + n])
                 i += n
-            return type(value)((k, out[k]) for k in value)   # the caller's key order
+            return type(value)((k, out[k]) for k in value)
         return [x for f, _ in parts for x in f], pack
     if isinstance(value, list | builtins.tuple):
         parts = [_flatten(v) for v in value]
@@ -272,15 +320,26 @@ def _flatten(value):
     return [value], lambda leaves: leaves[0]
 
 
-def _export(ops, outputs, forward_ops=()):
-    """The plain-data form of a branch: its ops as a graph_def with what it reads from outside.
+def _structure(value):
+    if isinstance(value, dict):
+        return (type(value).__name__, builtins.tuple((k, _structure(value[k]))
+                                                     for k in sorted(value)))
+    if isinstance(value, list | builtins.tuple):
+        return (type(value).__name__, builtins.tuple(_structure(v) for v in value))
+    return "."
 
-    Returns (branch attr without "inputs", outer tensors read by value, outer ops to wait for,
-    forward-branch tensors read). An outer variable the branch updates (a reference input) is
-    copied into the graph_def (its container is found by name where the If runs); tensors of
-    ``forward_ops`` (a gradient's forward branch) are read from what the forward If kept.
+
+def _export(ops, outputs, forward_ops=(), args=()):
+    """The plain-data form of a function: (function attr without "inputs", outer tensors it
+    reads by value, outer ops to wait for, outer variables it updates).
+
+    An outer variable the function updates (a reference input) is copied into the graph_def
+    (its container is found by name where the op runs); tensors of ``forward_ops`` (a gradient's
+    forward function) are read from what the forward op kept; ``args`` are placeholders among
+    ``ops``'s inputs, fed first.
     """
-    opset = set(ops)
+    arg_ops = [a.op for a in args]
+    opset = set(ops) | set(arg_ops)
     forward = set(forward_ops)
     variables = [t.op for op in ops for i, t in enumerate(op._inputs)
                  if i in op.op_def.ref_inputs and t.op.op_def.ref_output and t.op not in opset]
@@ -294,17 +353,70 @@ def _export(ops, outputs, forward_ops=()):
             (restored if t.op in forward else reads).append(t)
         waits.extend(c for c in op._control_inputs if c not in inside and c not in forward)
     nodes = []
-    for op in variables + ops:
+    for op in variables + arg_ops + ops:
         node = node_to_def(op)
         node["input"] = [] if op in variables else \
             [n for n in node["input"] if not n.startswith("^") or op.graph.get_operation_by_name(
                 n[1:]) in inside]
         nodes.append(node)
-    from zps.framework.serialization import VERSIONS
-    branch = {"graph": {"versions": dict(VERSIONS), "node": nodes},
-              "outputs": [t.name for t in outputs], "keep": [], "version": 0,
-              "restore": [[t.name, t.dtype.base_dtype] for t in dict.fromkeys(restored)]}
-    return branch, list(dict.fromkeys(reads)), list(dict.fromkeys(waits)), variables
+    fn = {"graph": {"versions": dict(VERSIONS), "node": nodes},
+          "args": [a.name for a in args], "outputs": [t.name for t in outputs], "keep": [],
+          "version": 0, "graded": False,
+          "restore": [[t.name, t.dtype.base_dtype] for t in dict.fromkeys(restored)]}
+    return fn, list(dict.fromkeys(reads)), list(dict.fromkeys(waits)), variables
+
+
+def _make_functional(graph, op_type, first_inputs, functions, attrs, name, forward=None):
+    """Create a functional op: ``first_inputs`` + the outer tensors its ``functions`` ({attr
+    name: _Function}) read; the attrs get the functions and ``Tin`` (those tensors' dtypes).
+    With ``forward``, the op is that op's gradient: the forward op keeps what it reads."""
+    exports = {key: f.export() for key, f in functions.items()}
+    reads = list(dict.fromkeys(t for e in exports.values() for t in e[1]))
+    position = {t: k for k, t in enumerate(reads)}
+    attrs = dict(attrs, Tin=[t.dtype.base_dtype for t in reads],
+                 stash_of=forward.name if forward is not None else "")
+    for key, (fn, fn_reads, _, _) in exports.items():
+        fn["inputs"] = [[position[t], t.name] for t in fn_reads]
+        attrs[key] = fn
+    waits = list(dict.fromkeys([c for e in exports.values() for c in e[2]]
+                               + ([forward] if forward is not None else [])))
+    n_out = len(attrs["Tout"])
+    with graph.control_dependencies(waits):
+        op = graph.create_op(op_type, list(first_inputs) + reads, attrs, name=name,
+                             num_outputs=n_out)
+    op._attrs["built_as"] = op.name
+    for e in exports.values():
+        for variable in e[3]:
+            _check_colocated(op, variable)
+    claimed, owners = _claimed(graph), _owners(graph)
+    for key, f in functions.items():
+        for o in f.all_ops():
+            claimed.add(o)
+            graph.prevent_fetching(o)
+            owners.setdefault(o, (op, key))
+    _functions(graph)[op] = functions
+    if forward is not None:   # the forward op keeps what its gradient's functions read
+        for key in functions:
+            fwd_fn = forward._attrs[_FORWARD_OF.get(key, key)]
+            fwd_fn["keep"].extend(n for n, _ in attrs[key]["restore"] if n not in fwd_fn["keep"])
+            fwd_fn["graded"] = True   # a loop records its iterations for the gradient
+        _export_again_around(graph, forward)
+    return op
+
+
+_FORWARD_OF = {"grad_body": "body"}   # a gradient's function -> its forward op's function
+
+
+def _export_again_around(graph, op):
+    """``op``'s attrs changed: the functions holding it (a copy of it, in their graph_defs), and
+    those holding them, are exported again."""
+    owner = _owners(graph).get(op)
+    while owner is not None:
+        holder, key = owner
+        fn = holder._attrs[key]
+        fn["graph"] = _functions(graph)[holder][key].export()[0]["graph"]
+        fn["version"] += 1   # plans made of the old graph_def are not reused
+        owner = _owners(graph).get(holder)
 
 
 def _merged_shape(a, b):
@@ -313,65 +425,15 @@ def _merged_shape(a, b):
     return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
 
 
-def _make_if(graph, pred, branches, name, forward=None, forward_ops=None):
-    """Create the If op of two built branches; returns its outputs (list)."""
-    (t_ops, t_out, _), (f_ops, f_out, _) = branches
-    fwd_ops = [f[0] for f in forward_ops] if forward_ops else [(), ()]
-    exports = [_export(ops, outs, fo) for (ops, outs, _), fo in zip(branches, fwd_ops)]
-    reads = list(dict.fromkeys([pred] + exports[0][1] + exports[1][1]))[1:]
-    if pred in exports[0][1] or pred in exports[1][1]:
-        reads = [pred] + reads   # the predicate read inside a branch is an input like any other
-    position = {t: k for k, t in enumerate(reads)}
+def _make_if(graph, pred, branches, name, forward=None):
+    """Create the If op of two built branches (_Functions); returns its outputs (list)."""
+    t_out, f_out = branches[0].outputs, branches[1].outputs
     attrs = {"Tout": [t.dtype.base_dtype for t in t_out],
              "output_shapes": [_merged_shape(a.get_shape(), b.get_shape())
-                               for a, b in zip(t_out, f_out)],
-             "Tin": [t.dtype.base_dtype for t in reads],
-             "stash_of": forward.name if forward is not None else ""}
-    for key, (branch, branch_reads, _, _) in zip(("then_branch", "else_branch"), exports):
-        branch["inputs"] = [[position[t], t.name] for t in branch_reads]
-        attrs[key] = branch
-    waits = list(dict.fromkeys(exports[0][2] + exports[1][2] + ([forward] if forward else [])))
-    with graph.control_dependencies(waits):
-        op = graph.create_op("If", [pred] + reads, attrs, name=name, num_outputs=len(t_out))
-    op._attrs["built_as"] = op.name
-    for variable in exports[0][3] + exports[1][3]:
-        _check_colocated(op, variable)
-    claimed, owners = _claimed(graph), _owners(graph)
-    for index, (ops, _, _) in enumerate(branches):
-        claimed.update(ops)
-        for o in ops:
-            graph.prevent_fetching(o)
-            owners[o] = (op, index)
-    _conds(graph)[op] = builtins.tuple((ops, outs, fo) for (ops, outs, _), fo in zip(branches, fwd_ops))
-    if forward is not None:   # the forward If keeps what its gradient's branches read
-        for (fwd_branch, grad_branch) in zip((forward._attrs["then_branch"],
-                                              forward._attrs["else_branch"]),
-                                             (attrs["then_branch"], attrs["else_branch"])):
-            fwd_branch["keep"].extend(name for name, _ in grad_branch["restore"]
-                                      if name not in fwd_branch["keep"])
-        _export_again_around(graph, forward)
+                               for a, b in zip(t_out, f_out)]}
+    op = _make_functional(graph, "If", [pred], dict(zip(_BRANCHES, branches)), attrs, name,
+                          forward)
     return list(op._outputs)
-
-
-def _owners(graph):
-    """Branch op -> (its If, 0 for the true branch or 1 for the false one)."""
-    owners = graph.__dict__.get("_zps_branch_owners")
-    if owners is None:
-        owners = graph.__dict__.setdefault("_zps_branch_owners", {})
-    return owners
-
-
-def _export_again_around(graph, op):
-    """``op``'s attrs changed: the branches holding it (a copy of it, in their graph_defs), and
-    those holding them, are exported again."""
-    owner = _owners(graph).get(op)
-    while owner is not None:
-        if_op, index = owner
-        ops, outputs, fwd_ops = _conds(graph)[if_op][index]
-        branch = if_op._attrs[("then_branch", "else_branch")[index]]
-        branch["graph"] = _export(ops, outputs, fwd_ops)[0]["graph"]
-        branch["version"] += 1   # plans made of the old graph_def are not reused
-        owner = _owners(graph).get(if_op)
 
 
 def _check_colocated(op, variable):
@@ -379,10 +441,10 @@ def _check_colocated(op, variable):
     if v.job is not None and (v.job, v.replica or 0, v.task or 0) != (c.job, c.replica or 0,
                                                                        c.task or 0):
         raise ValueError(
-            "tf.cond %s updates the variable %s on %s, but the cond runs on %s: a branch runs "
-            "where its cond runs. Build the cond under tf.device(%r), or update the variable "
-            "outside the cond." % (op.name, variable.name, variable.device, op.device or "the "
-                                   "session's task", variable.device))
+            "%s updates the variable %s on %s, but it runs on %s: a function (a cond branch, a "
+            "loop body) runs where its op runs. Build it under tf.device(%r), or update the "
+            "variable outside." % (op.name, variable.name, variable.device,
+                                   op.device or "the session's task", variable.device))
 
 
 def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, fn2=None):
@@ -422,28 +484,15 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         built = [_build_branch(graph, fn, what)
                  for fn, what in ((true_fn, "true_fn"), (false_fn, "false_fn"))]
         (_, t_out, pack), (_, f_out, f_pack) = built
-        probe = object()
-        if len(t_out) != len(f_out) or _flatten(pack([probe] * len(t_out)))[0] != \
-                _flatten(f_pack([probe] * len(f_out)))[0] or \
-                _structure(pack([probe] * len(t_out))) != _structure(f_pack([probe] * len(f_out))):
+        t_shape, f_shape = (_structure(p([0] * len(o))) for p, o in ((pack, t_out), (f_pack, f_out)))
+        if t_shape != f_shape:
             raise ValueError("true_fn and false_fn must return the same structure: %d vs %d "
-                             "tensors (%s, %s)" % (len(t_out), len(f_out),
-                                                   _structure(pack([0] * len(t_out))),
-                                                   _structure(f_pack([0] * len(f_out)))))
+                             "tensors (%s, %s)" % (len(t_out), len(f_out), t_shape, f_shape))
         for a, b in zip(t_out, f_out):
             if a.dtype.base_dtype != b.dtype.base_dtype:
                 raise ValueError("Outputs of true_fn and false_fn must have the same type: %s, %s"
                                  % (a.dtype.name, b.dtype.name))
-        return pack(_make_if(graph, pred, built, "If"))
-
-
-def _structure(value):
-    if isinstance(value, dict):
-        return (type(value).__name__, builtins.tuple((k, _structure(value[k]))
-                                                     for k in sorted(value)))
-    if isinstance(value, list | builtins.tuple):
-        return (type(value).__name__, builtins.tuple(_structure(v) for v in value))
-    return "."
+        return pack(_make_if(graph, pred, [_Function(ops, outs) for ops, outs, _ in built], "If"))
 
 
 def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
@@ -507,9 +556,246 @@ register_op("CaseCheck", shape=lambda op: op.inputs[0].get_shape(),
             grad=None)
 
 
+# -- tf.while_loop -------------------------------------------------------------------------------
+class _StashScope:
+    """Within one loop iteration, ops of the body keep their values in a dict of their own (one
+    per iteration), so that a cond or loop inside a body finds its own iteration's when its
+    gradient runs."""
+
+    def __init__(self, ctx, scope):
+        self._ctx, self._scope = ctx, scope
+
+    def __enter__(self):
+        self._outer = self._ctx.extras.get(_STASH)
+        self._ctx.extras[_STASH] = self._scope
+
+    def __exit__(self, *exc):
+        if self._outer is None:
+            self._ctx.extras.pop(_STASH, None)
+        else:
+            self._ctx.extras[_STASH] = self._outer
+
+
+def _while_kernel(ctx, *inputs, n_vars, has_max, Tout, output_shapes, Tin, cond, body,  # noqa: N803
+                  stash_of, built_as, op_name):
+    values = list(inputs[:n_vars])
+    limit = int(inputs[n_vars]) if has_max else None
+    reads = inputs[n_vars + int(has_max):]
+    record = [] if body["graded"] else None   # what each iteration kept, for the gradient
+    i = 0
+    while limit is None or i < limit:
+        if ctx.cancelled is not None:
+            raise ctx.cancelled
+        (go,), _ = _call(ctx, cond, Tin, values, reads)
+        if getattr(go, "ndim", 0) != 0:
+            raise errors.InvalidArgumentError(
+                op_name, None, "The condition of while loop %s must be a scalar bool; got "
+                "shape %s" % (op_name, list(go.shape)))
+        if not go:
+            break
+        scope = {}
+        with _StashScope(ctx, scope):
+            values, kept = _call(ctx, body, Tin, values, reads)
+        if record is not None:
+            record.append((kept, scope))
+        i += 1
+    if record is not None:
+        ctx.extras.setdefault(_STASH, {})[op_name] = record
+    return _single(values)
+
+
+def _while_grad_kernel(ctx, *inputs, n_vars, Tout, output_shapes, Tin, grad_body,  # noqa: N803
+                       stash_of, built_as, op_name):
+    record = _kept_by_forward(ctx, op_name, built_as, stash_of)
+    grads = list(inputs[:n_vars])
+    n_caps = len(Tout) - n_vars
+    captured = inputs[n_vars:n_vars + n_caps]
+    reads = inputs[n_vars + n_caps:]
+    totals = [ctx.xp.zeros_like(c) for c in captured]
+    for kept, scope in reversed(record):   # the last iteration first
+        if ctx.cancelled is not None:
+            raise ctx.cancelled
+        with _StashScope(ctx, scope):
+            out, _ = _call(ctx, grad_body, Tin, grads, reads, kept)
+        grads = out[:n_vars]
+        totals = [t + g for t, g in zip(totals, out[n_vars:])]
+    return _single(grads + totals)
+
+
+def _while_grad(op, *out_grads):
+    fns = _functions(op.graph).get(op)
+    if fns is None:
+        raise LookupError("No gradient for %s: it was not built by tf.while_loop in this graph"
+                          % op.name)
+    from zps.ops import gradients_impl
+    graph, body = op.graph, fns["body"]
+    n = op._attrs["n_vars"]
+    varying = [i for i in range(n) if op._outputs[i].dtype.is_floating]
+    reads = op._inputs[n + int(op._attrs["has_max"]):]
+    captured = list(dict.fromkeys(t for t in reads if t.dtype.is_floating))
+    if not varying or all(out_grads[i] is None for i in varying):
+        return [None] * len(op._inputs)
+    with graph.control_dependencies(None):
+        incoming = [array_ops.placeholder(op._outputs[i].dtype, body.args[i].get_shape(),
+                                          name="grad_arg") for i in varying]
+
+    def grads_of():
+        xs = [body.args[i] for i in varying] + captured
+        gs = gradients_impl.gradients([body.outputs[i] for i in varying], xs, grad_ys=incoming)
+        return [array_ops.zeros_like(x) if g is None else array_ops.densify(g)
+                for x, g in zip(xs, gs)]
+    ops, outputs, _ = _build_branch(graph, grads_of, "gradient")
+    first = [array_ops.zeros_like(op._outputs[i]) if out_grads[i] is None else out_grads[i]
+             for i in varying] + captured
+    attrs = {"n_vars": len(varying),
+             "Tout": [t.dtype.base_dtype for t in first],
+             "output_shapes": [op._inputs[i].get_shape() for i in varying]
+             + [t.get_shape() for t in captured]}
+    grad = _make_functional(graph, "WhileGrad", first, {
+        "grad_body": _Function(ops, outputs, args=incoming, forward_ops=body.all_ops())},
+        attrs, "WhileGrad", forward=op)
+    result = [None] * len(op._inputs)
+    for j, i in enumerate(varying):
+        result[i] = grad._outputs[j]
+    of_captured = dict(zip(captured, grad._outputs[len(varying):]))
+    for k, t in enumerate(reads):
+        if t in of_captured:
+            result[n + int(op._attrs["has_max"]) + k] = of_captured.pop(t)
+    return result
+
+
+register_op("While", dtype=lambda op: list(op._attrs["Tout"]),
+            shape=lambda op: list(op._attrs["output_shapes"]), kernel=_while_kernel,
+            stateful=True, needs_op_name=True, light_ok=False, grad=_while_grad)
+register_op("WhileGrad", dtype=lambda op: list(op._attrs["Tout"]),
+            shape=lambda op: list(op._attrs["output_shapes"]), kernel=_while_grad_kernel,
+            stateful=True, needs_op_name=True, light_ok=False, grad=None)
+
+
+def _top_level_list(value):
+    if isinstance(value, list | builtins.tuple) and not hasattr(value, "_fields"):
+        return list(value)
+    return value
+
+
+def _at_most(shape, invariant):
+    """Whether ``shape`` is as specific as ``invariant`` (equal where the invariant is known)."""
+    if invariant.ndims is None:
+        return True
+    if shape.ndims != invariant.ndims:
+        return False
+    return all(b is None or a == b for a, b in zip(shape.as_list(), invariant.as_list()))
+
+
+def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
+               back_prop=True, swap_memory=False, name=None, maximum_iterations=None,
+               return_same_structure=False):
+    """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)`` is true.
+
+    ``loop_vars`` is a tensor or a (nested) list, tuple or dict of them; ``body`` returns the same
+    structure, dtypes and shapes (``shape_invariants`` lets a shape vary: e.g. ``[None, 3]``).
+    ``maximum_iterations`` bounds the iterations. Tensors the functions use from outside are
+    computed once, before the loop; gradients flow to the initial loop variables and to those
+    tensors. ``parallel_iterations`` and ``swap_memory`` are accepted (iterations run in order).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     i, total = tf.while_loop(lambda i, t: i < 5, lambda i, t: (i + 1, t + i), [0, 0])
+    ...     print(tf.Session().run(total))
+    10
+    """
+    if not callable(cond):
+        raise TypeError("cond must be callable.")
+    if not callable(body):
+        raise TypeError("body must be callable.")
+    is_sequence = isinstance(loop_vars, list | builtins.tuple | dict)
+    flat, pack = _flatten(loop_vars)
+    if not flat:
+        raise ValueError("No loop variables provided")
+    flat = [convert_to_tensor(v) for v in flat]
+    if shape_invariants is None:
+        invariants = [t.get_shape() for t in flat]
+    else:
+        invariants = _flatten(shape_invariants)[0]
+        if len(invariants) != len(flat):
+            raise ValueError("shape_invariants has %d shapes for %d loop variables"
+                             % (len(invariants), len(flat)))
+        invariants = [TensorShape(v) if not isinstance(v, TensorShape) else v for v in invariants]
+        for t, inv in zip(flat, invariants):
+            if not _at_most(t.get_shape(), inv):
+                raise ValueError("The shape invariant %s is not compatible with the initial "
+                                 "shape %s of loop variable %s" % (inv, t.get_shape(), t.name))
+    graph = flat[0].graph
+    with graph.name_scope(name or "while"):
+        with graph.control_dependencies(None):
+            args = [array_ops.placeholder(t.dtype.base_dtype, inv, name="Identity")
+                    for t, inv in zip(flat, invariants)]
+        structured = pack(args)
+        call_args = structured if isinstance(loop_vars, list | builtins.tuple) else (structured,)
+
+        def run_cond():
+            go = convert_to_tensor(cond(*call_args))
+            if go.dtype.base_dtype != _dtypes.bool or go.get_shape().ndims not in (None, 0):
+                raise TypeError("cond of tf.while_loop must return a scalar bool tensor, got %s "
+                                "of shape %s" % (go.dtype.name, go.get_shape()))
+            return go
+
+        def run_body():
+            result = body(*call_args)
+            if len(flat) == 1 and not isinstance(result, list | builtins.tuple | dict):
+                result = [result]
+            elif not is_sequence and isinstance(result, list | builtins.tuple) and len(result) == 1:
+                result = result[0]
+            # As TF1: the top level may be a list for a tuple (and back); nested levels match.
+            leaves, repack = _flatten(result)
+            got = _structure(_top_level_list(repack([0] * len(leaves))))
+            want = _structure(_top_level_list(pack([0] * len(flat)))) if is_sequence else "."
+            if len(flat) > 1 and got != want:
+                raise ValueError("body of tf.while_loop must return the structure of loop_vars "
+                                 "(%s), got %s" % (want, got))
+            return result
+        cond_ops, cond_out, _ = _build_branch(graph, run_cond, "cond")
+        body_ops, body_out, _ = _build_branch(graph, run_body, "body")
+        if len(body_out) != len(flat):
+            raise ValueError("body of tf.while_loop returned %d tensors for %d loop variables"
+                             % (len(body_out), len(flat)))
+        for t, out, inv in zip(flat, body_out, invariants):
+            if out.dtype.base_dtype != t.dtype.base_dtype:
+                raise TypeError("Loop variable %s enters the loop as %s but the body returns %s"
+                                % (t.name, t.dtype.name, out.dtype.name))
+            if not _at_most(out.get_shape(), inv):
+                raise ValueError(
+                    "Input tensor '%s' enters the loop with shape %s, but has shape %s after one "
+                    "iteration. To allow the shape to vary across iterations, use the "
+                    "`shape_invariants` argument of tf.while_loop to specify a less-specific "
+                    "shape." % (t.name, inv, out.get_shape()))
+        first = list(flat)
+        if maximum_iterations is not None:
+            first.append(_max_iterations(maximum_iterations))
+        attrs = {"n_vars": len(flat), "has_max": maximum_iterations is not None,
+                 "Tout": [t.dtype.base_dtype for t in flat], "output_shapes": invariants}
+        op = _make_functional(graph, "While", first, {
+            "cond": _Function(cond_ops, cond_out, args=args),
+            "body": _Function(body_ops, body_out, args=args)}, attrs, "While")
+    outputs = list(op._outputs)
+    if not return_same_structure and len(outputs) == 1:
+        return outputs[0]
+    return pack(outputs)
+
+
+def _max_iterations(value):
+    from zps.ops import math_ops  # math_ops imports this module
+    t = convert_to_tensor(value)
+    if not t.dtype.is_integer or t.get_shape().ndims not in (None, 0):
+        raise ValueError("maximum_iterations must be a scalar integer, got %s of shape %s"
+                         % (t.dtype.name, t.get_shape()))
+    return math_ops.cast(t, _dtypes.int64)
+
+
 __all__ = [
     "cond",
     "case",
+    "while_loop",
     "no_op",
     "group",
     "tuple",

@@ -47,7 +47,16 @@ CPU_ONLY = frozenset([
     "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep",
     "ScalarSummary", "HistogramSummary", "MergeSummary", "ImageSummary", "AudioSummary",
     "TensorSummary", "SaveShard", "RestoreShard", "RestoreSlice", "WriteCheckpointIndex",
-    "ReportUninitialized", "PyFunc", "Print", "Assert",
+    "ReportUninitialized", "PyFunc", "Print", "PrintV2", "Assert",
+    # candidate sampling: host kernels in TF1 too
+    "LogUniformCandidateSampler", "UniformCandidateSampler", "FixedUnigramCandidateSampler",
+    "ComputeAccidentalHits",
+    "StringSplit", "StringToNumber", "AsString", "Substr", "ReduceJoin", "StringJoin", "DecodeCSV",
+    "TextLineReaderV2", "WholeFileReaderV2", "ReaderReadV2", "ReaderReadUpToV2",
+    "ReaderNumRecordsProducedV2",
+    "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",
+    "Iterator", "OneShotIterator", "MakeIterator", "IteratorGetNext", "IteratorToStringHandle",
+    "IteratorFromStringHandle",
 ])
 
 METADATA = frozenset(["Shape", "ShapeN", "Size", "Rank", "IsVariableInitialized"])
@@ -55,9 +64,10 @@ METADATA = frozenset(["Shape", "ShapeN", "Size", "Rank", "IsVariableInitialized"
 # Shape arithmetic: runs on the host even inside a GPU device scope (TF1 keeps these in host
 # memory), its inputs copied to the host if they were on a device.
 HOST_OPS = frozenset(["ReducedSize", "ShapeSuffix", "BroadcastGradientArgs",
-                      # tf.cond: the If picks a branch on the host; the branch's ops run on
-                      # their own devices (a private plan, with its own copies)
-                      "If", "CaseCheck"])
+                      # tf.cond, tf.while_loop: the If picks a branch (the While iterates)
+                      # on the host; a branch's (body's) ops run on their own devices (a
+                      # private plan, with its own copies)
+                      "If", "CaseCheck", "While", "WhileGrad"])
 CPU_ONLY_PREFIXES = ("HashTable",)   # host resources (zps.ops.hash_table_ops)
 
 HOST_INPUTS = {

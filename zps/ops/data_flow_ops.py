@@ -37,6 +37,7 @@ from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from zps.ops import math_ops
 from zps.ops.op_util import make_op
+from zps.ops.random_ops import get_seed
 
 _logger = logging.getLogger(__name__)
 
@@ -147,12 +148,13 @@ def _deliver(done):
 # -- the FIFO queue resource --------------------------------------------------------------------
 class _FIFOQueue(_BlockingResource):
     type_name = "FIFOQueue"
+    partial_shapes = False    # shapes with unknown dimensions (a padding queue)
 
     def __init__(self, name, capacity, dtypes, shapes):
         super().__init__(name)
         self.capacity = capacity if capacity >= 0 else float("inf")
         self.dtypes = tuple(dtypes)
-        self.shapes = shapes      # tuple of tuples (fully defined), or None
+        self.shapes = shapes      # tuple of tuples (fully defined but for padding), or None
         self.closed = False
         self._elements = collections.deque()
         self._enqueues = collections.deque()
@@ -215,7 +217,7 @@ class _FIFOQueue(_BlockingResource):
             if self.closed:
                 self._enqueues.popleft()
                 self._finish(a, errors.CancelledError(
-                    None, None, "FIFOQueue '%s' is closed." % self.name), out)
+                    None, None, "%s '%s' is closed." % (self.type_name, self.name)), out)
                 progress = True
                 continue
             while a.elements and len(self._elements) < self.capacity:
@@ -238,19 +240,25 @@ class _FIFOQueue(_BlockingResource):
                 else:
                     self._dequeues.popleft()
                     self._finish(a, errors.OutOfRangeError(
-                        None, None, "FIFOQueue '%s' is closed and has insufficient elements "
-                        "(requested %d, current size %d)" % (self.name, a.n, len(self._elements))),
-                        out)
+                        None, None, "%s '%s' is closed and has insufficient elements "
+                        "(requested %d, current size %d)"
+                        % (self.type_name, self.name, a.n, len(self._elements))), out)
                     progress = True
                     continue
-            while len(a.taken) < a.n and self._elements:
-                a.taken.append(self._elements.popleft())
+            while len(a.taken) < a.n and self._can_take():
+                a.taken.append(self._take())
                 progress = True
             if len(a.taken) < a.n:
                 break
             self._dequeues.popleft()
             self._finish(a, self._assemble(a), out)
         return progress
+
+    def _can_take(self):
+        return bool(self._elements)
+
+    def _take(self):
+        return self._elements.popleft()
 
     @staticmethod
     def _assemble(a):
@@ -260,18 +268,69 @@ class _FIFOQueue(_BlockingResource):
         return tuple(xp.stack([t[i] for t in a.taken]) for i in range(len(a.taken[0])))
 
 
-def _queue_kernel(ctx, capacity, component_types, shapes, shared_name, op_name):
-    name = shared_name or op_name
-    dts = tuple(_dtypes.as_dtype(d).as_numpy_dtype for d in component_types)
-    shp = _specified_shapes(shapes)
-    q = ctx.resources.lookup_or_create(
-        "queue", name, lambda: _FIFOQueue(name, capacity, dts, shp))
-    if not isinstance(q, _FIFOQueue) or not q.matches(capacity, dts, shp):
-        raise errors.InvalidArgumentError(
-            None, None, "Shared queue '%s' already exists with different capacity, types or "
-            "shapes (capacity %s, types %s, shapes %s)" % (name, q.capacity, list(q.dtypes),
-                                                           q.shapes))
-    return q
+class _RandomShuffleQueue(_FIFOQueue):
+    """Dequeues a uniformly random element, keeping ``min_after_dequeue`` elements until closed
+    (so later elements mix with earlier ones), as TF1's RandomShuffleQueue."""
+
+    type_name = "RandomShuffleQueue"
+
+    def __init__(self, name, capacity, dtypes, shapes, min_after_dequeue, seed, seed2):
+        super().__init__(name, capacity, dtypes, shapes)
+        self.min_after_dequeue = min_after_dequeue
+        self._seeds = (seed, seed2)
+        # (0, 0): TF1's "nondeterministic"; otherwise the same order for the same seeds.
+        self._rng = np.random.default_rng(None if self._seeds == (0, 0) else self._seeds)
+
+    def matches(self, capacity, dtypes, shapes, min_after_dequeue=None, seed=None, seed2=None):
+        return (super().matches(capacity, dtypes, shapes)
+                and (min_after_dequeue, seed, seed2) == (self.min_after_dequeue, *self._seeds))
+
+    def _can_take(self):
+        return len(self._elements) > (0 if self.closed else self.min_after_dequeue)
+
+    def _take(self):
+        # Swap a random element to the end and pop it: O(1) removal, order is irrelevant.
+        i = int(self._rng.integers(len(self._elements)))
+        self._elements[i], self._elements[-1] = self._elements[-1], self._elements[i]
+        return self._elements.pop()
+
+
+class _PaddingFIFOQueue(_FIFOQueue):
+    """A FIFOQueue whose shapes may have unknown dimensions: a dequeue_many pads each component
+    to the largest element taken (with 0, or b"" for strings), as TF1's PaddingFIFOQueue."""
+
+    type_name = "PaddingFIFOQueue"
+    partial_shapes = True
+
+    def _assemble(self, a):
+        if a.single:
+            return a.taken[0]
+        out = []
+        for i in range(len(a.taken[0])):
+            parts = [t[i] for t in a.taken]
+            dims = tuple(max(p.shape[d] for p in parts) for d in range(parts[0].ndim))
+            batch = a.xp.full((len(parts),) + dims, b"" if parts[0].dtype == object else 0,
+                              dtype=parts[0].dtype)
+            for k, p in enumerate(parts):
+                batch[(k,) + tuple(slice(0, n) for n in p.shape)] = p
+            out.append(batch)
+        return tuple(out)
+
+
+def _queue_kernel(cls):
+    def kernel(ctx, capacity, component_types, shapes, shared_name, op_name, **extra):
+        name = shared_name or op_name
+        dts = tuple(_dtypes.as_dtype(d).as_numpy_dtype for d in component_types)
+        shp = _partial_shapes(shapes) if cls.partial_shapes else _specified_shapes(shapes)
+        q = ctx.resources.lookup_or_create(
+            "queue", name, lambda: cls(name, capacity, dts, shp, **extra))
+        if type(q) is not cls or not q.matches(capacity, dts, shp, **extra):
+            raise errors.InvalidArgumentError(
+                None, None, "Shared queue '%s' already exists as a %s with different capacity, "
+                "types, shapes or options (capacity %s, types %s, shapes %s); a %s was asked for"
+                % (name, q.type_name, q.capacity, list(q.dtypes), q.shapes, cls.type_name))
+        return q
+    return kernel
 
 
 def _specified_shapes(shapes):
@@ -280,9 +339,15 @@ def _specified_shapes(shapes):
     return tuple(tuple(int(d) for d in s) for s in shapes)
 
 
-register_op("FIFOQueue", dtype=lambda op: _dtypes.string, shape=lambda op: TensorShape([]),
-            kernel=_queue_kernel, stateful=True, light_ok=True, ref_output=True, needs_op_name=True,
-            grad=None)
+def _partial_shapes(shapes):
+    return tuple(tuple(None if d is None else int(d) for d in s) for s in shapes)
+
+
+for _type, _cls in (("FIFOQueue", _FIFOQueue), ("RandomShuffleQueue", _RandomShuffleQueue),
+                    ("PaddingFIFOQueue", _PaddingFIFOQueue)):
+    register_op(_type, dtype=lambda op: _dtypes.string, shape=lambda op: TensorShape([]),
+                kernel=_queue_kernel(_cls), stateful=True, light_ok=True, ref_output=True,
+                needs_op_name=True, grad=None)
 
 
 def _queue_output_shapes(op, leading):
@@ -351,7 +416,8 @@ def _enqueue_many_kernel(ctx, done, queue, *components, component_types, shapes)
         done(e)
         return
     n = arrays[0].shape[0] if arrays else 0
-    queue.enqueue(ctx, done, [tuple(a[k] for a in arrays) for k in range(n)])
+    # a[k, ...]: an array even for a 0-d element (a[k] of a string vector would be bare bytes)
+    queue.enqueue(ctx, done, [tuple(a[k, ...] for a in arrays) for k in range(n)])
 
 
 for _type, _kernel in (("QueueEnqueue", _enqueue_kernel), ("QueueEnqueueMany", _enqueue_many_kernel)):
@@ -381,12 +447,13 @@ def _dequeue_many_kernel(allow_small):
             return
         if queue.shapes is None:
             done(errors.InvalidArgumentError(
-                None, None, "FIFOQueue's DequeueMany and DequeueUpTo require the components to "
+                None, None, "%s's DequeueMany and DequeueUpTo require the components to "
                 "have specified shapes (queue '%s' was created without fully defined shapes)."
-                % queue.name))
+                % (queue.type_name, queue.name)))
             return
         if n == 0:
-            done(tuple(ctx.xp.zeros((0,) + s, dtype=d) for s, d in zip(queue.shapes, queue.dtypes)))
+            done(tuple(ctx.xp.zeros((0,) + tuple(x or 0 for x in s), dtype=d)
+                       for s, d in zip(queue.shapes, queue.dtypes)))
             return
         queue.dequeue(ctx, done, n, False, allow_small)
     return kernel
@@ -433,7 +500,7 @@ def _as_type_list(dtypes):
     return [_dtypes.as_dtype(dtypes)]
 
 
-def _as_shape_list(shapes, dtypes):
+def _as_shape_list(shapes, dtypes, unknown_dim_allowed=False):
     """TF1's rules: None (unknown), one shape for one component, or one shape per component."""
     if shapes is None:
         return None
@@ -448,7 +515,10 @@ def _as_shape_list(shapes, dtypes):
     if len(shapes) != len(dtypes):
         raise ValueError("Queue shapes must have the same length as dtypes: %d shapes for %d "
                          "dtypes" % (len(shapes), len(dtypes)))
-    if any(not s.is_fully_defined() for s in shapes):
+    if unknown_dim_allowed:
+        if any(s.ndims is None for s in shapes):
+            raise ValueError("All shapes of a PaddingFIFOQueue must have known ranks: %s" % shapes)
+    elif any(not s.is_fully_defined() for s in shapes):
         raise ValueError("All shapes of a FIFOQueue must be fully defined: %s" % shapes)
     return shapes
 
@@ -624,6 +694,64 @@ class FIFOQueue(QueueBase):
         ref = make_op("FIFOQueue", [], name=name, capacity=int(capacity),
                       component_types=tuple(dtypes), shapes=_shape_attr(shapes),
                       shared_name=shared_name or "")
+        super().__init__(dtypes, shapes, names, ref)
+
+
+class RandomShuffleQueue(QueueBase):
+    """A queue that dequeues its elements in a random order.
+
+    Until it is closed, a dequeue leaves at least ``min_after_dequeue`` elements in the queue,
+    so each element is drawn from a pool of that many; ``seed`` makes the order reproducible
+    (with the graph seed, by TF1's rules).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     q = tf.RandomShuffleQueue(10, 2, tf.int32, shapes=[], seed=1)
+    ...     enq = q.enqueue_many([[1, 2, 3, 4]])
+    ...     with tf.Session() as sess:
+    ...         _ = sess.run([enq, q.close()])
+    ...         print(sorted(sess.run(q.dequeue_many(4)).tolist()))
+    [1, 2, 3, 4]
+    """
+
+    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None, seed=None,
+                 shared_name=None, name="random_shuffle_queue"):
+        dtypes = _as_type_list(dtypes)
+        shapes = _as_shape_list(shapes, dtypes)
+        names = _as_name_list(names, dtypes)
+        seed1, seed2 = get_seed(seed)
+        ref = make_op("RandomShuffleQueue", [], name=name, capacity=int(capacity),
+                      min_after_dequeue=int(min_after_dequeue), seed=seed1 or 0, seed2=seed2 or 0,
+                      component_types=tuple(dtypes), shapes=_shape_attr(shapes),
+                      shared_name=shared_name or "")
+        super().__init__(dtypes, shapes, names, ref)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """A FIFOQueue that batches elements of different shapes by padding them.
+
+    ``shapes`` (required) may have unknown (None) dimensions; ``dequeue_many`` pads each
+    component to the largest element of the batch with 0 (b"" for strings).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     q = tf.PaddingFIFOQueue(5, tf.int32, shapes=[[None]])
+    ...     with tf.Session() as sess:
+    ...         _ = sess.run([q.enqueue([[1, 2, 3]]), q.enqueue([[4]])])
+    ...         print(sess.run(q.dequeue_many(2)).tolist())
+    [[1, 2, 3], [4, 0, 0]]
+    """
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        dtypes = _as_type_list(dtypes)
+        if shapes is None:
+            raise ValueError("PaddingFIFOQueue needs a shape (of known rank) per component")
+        shapes = _as_shape_list(shapes, dtypes, unknown_dim_allowed=True)
+        names = _as_name_list(names, dtypes)
+        ref = make_op("PaddingFIFOQueue", [], name=name, capacity=int(capacity),
+                      component_types=tuple(dtypes),
+                      shapes=_shape_attr(shapes), shared_name=shared_name or "")
         super().__init__(dtypes, shapes, names, ref)
 
 
@@ -1059,6 +1187,8 @@ class SparseConditionalAccumulator(ConditionalAccumulatorBase):
 __all__ = [
     "QueueBase",
     "FIFOQueue",
+    "RandomShuffleQueue",
+    "PaddingFIFOQueue",
     "ConditionalAccumulatorBase",
     "ConditionalAccumulator",
     "SparseConditionalAccumulator",

@@ -13,16 +13,23 @@ values) weight each value; a metric with no weight yet is 0.
 ...     sess.run(tf.local_variables_initializer())
 ...     print(float(sess.run(update)), float(sess.run(acc)))
 0.5 0.5
+
+The classification metrics (precision, recall, auc, the ``*_at_thresholds`` counts ...) take
+labels and predictions of the same shape (a last dimension of 1 on either side is squeezed, as
+TF1 does); the ``*_at_k`` metrics take class-id labels (``[batch]`` or ``[batch, num_labels]``)
+and ``[batch, num_classes]`` predictions. Local variables carry TF1's names
+(``auc/true_positives``, ``precision/true_positives/count``, ``mean_iou/total_confusion_matrix``
+...), so checkpoints and ``tf.get_collection`` lookups agree with TF1.
 """
 
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
-from zps.ops import array_ops, math_ops, state_ops, variables
+from zps.ops import array_ops, logging_ops, math_ops, nn_ops, state_ops, variables
 
 
-def _metric_variable(name):
+def _metric_variable(name, shape=(), dtype=dtypes.float32):
     # TF1's metric_variable: a plain Variable, named in the metric's (unique) name scope.
-    return variables.Variable(lambda: array_ops.zeros([], dtypes.float32), trainable=False,
+    return variables.Variable(lambda: array_ops.zeros(list(shape), dtype), trainable=False,
                               collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES],
                               name=name)
 
@@ -104,5 +111,449 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
     return value, update
 
 
+def _squeezed(predictions, labels, weights=None):
+    """TF1's _remove_squeezable_dimensions, on static ranks: a trailing dimension of 1 that makes
+    labels and predictions (then weights and predictions) differ in rank by one is squeezed (a
+    weight missing it is given it); scalar weights stay scalar."""
+    p_rank, l_rank = predictions.get_shape().ndims, labels.get_shape().ndims
+    if p_rank is not None and l_rank is not None:
+        if p_rank - l_rank == 1 and predictions.get_shape()[-1].is_compatible_with(1):
+            predictions = array_ops.squeeze(predictions, [-1])
+        elif l_rank - p_rank == 1 and labels.get_shape()[-1].is_compatible_with(1):
+            labels = array_ops.squeeze(labels, [-1])
+    if not predictions.get_shape().is_compatible_with(labels.get_shape()):
+        raise ValueError("Shapes %s (predictions) and %s (labels) are incompatible"
+                         % (predictions.get_shape(), labels.get_shape()))
+    if weights is None:
+        return predictions, labels, None
+    weights = convert_to_tensor(weights)
+    w_rank, p_rank = weights.get_shape().ndims, predictions.get_shape().ndims
+    if w_rank and p_rank is not None:
+        if w_rank - p_rank == 1:
+            weights = array_ops.squeeze(weights, [-1])
+        elif p_rank - w_rank == 1:
+            weights = array_ops.expand_dims(weights, -1)
+    return predictions, labels, weights
+
+
+def _read(variable, collections):
+    value = array_ops.identity(variable)
+    _collect(collections, value)
+    return value
+
+
+# -- counts of one condition -----------------------------------------------------------------------
+def _count_condition(values, weights, metrics_collections, updates_collections):
+    count = _metric_variable("count")
+    values = math_ops.cast(values, dtypes.float32)
+    if weights is not None:
+        values = values * math_ops.cast(weights, dtypes.float32)
+    value = _read(count, metrics_collections)
+    update_op = state_ops.assign_add(count, math_ops.reduce_sum(values))
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+def _counter(default_name, label_is, prediction_is, doc):
+    def metric(labels, predictions, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        with get_default_graph().name_scope(name or default_name):
+            predictions, labels, weights = _squeezed(
+                math_ops.cast(convert_to_tensor(predictions), dtypes.bool),
+                math_ops.cast(convert_to_tensor(labels), dtypes.bool), weights)
+            condition = math_ops.logical_and(math_ops.equal(labels, label_is),
+                                             math_ops.equal(predictions, prediction_is))
+            return _count_condition(condition, weights, metrics_collections,
+                                    updates_collections)
+    metric.__name__ = default_name
+    metric.__doc__ = ("The (weighted) number of %s (labels and predictions read as bools): "
+                      "``(count, update_op)`` in local variable ``%s/count``." % (doc, default_name))
+    return metric
+
+
+true_positives = _counter("true_positives", True, True, "true positives")
+false_positives = _counter("false_positives", False, True, "false positives")
+true_negatives = _counter("true_negatives", False, False, "true negatives")
+false_negatives = _counter("false_negatives", True, False, "false negatives")
+
+
+def precision(labels, predictions, weights=None, metrics_collections=None,
+              updates_collections=None, name=None):
+    """``tp / (tp + fp)`` over every batch seen (0 before any positive prediction).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     p, update = tf.metrics.precision([1, 0, 1, 1], [1, 1, 0, 1])
+    ...     sess = tf.Session()
+    ...     sess.run(tf.local_variables_initializer())
+    ...     print(round(float(sess.run(update)), 4))
+    0.6667
+    """
+    return _ratio("precision", true_positives, false_positives, labels, predictions, weights,
+                  metrics_collections, updates_collections, name)
+
+
+def recall(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
+           name=None):
+    """``tp / (tp + fn)`` over every batch seen (0 before any positive label)."""
+    return _ratio("recall", true_positives, false_negatives, labels, predictions, weights,
+                  metrics_collections, updates_collections, name)
+
+
+def _ratio(default_name, hits, misses, labels, predictions, weights, metrics_collections,
+           updates_collections, name):
+    with get_default_graph().name_scope(name or default_name):
+        predictions, labels, weights = _squeezed(
+            math_ops.cast(convert_to_tensor(predictions), dtypes.bool),
+            math_ops.cast(convert_to_tensor(labels), dtypes.bool), weights)
+        hit, hit_update = hits(labels, predictions, weights)
+        miss, miss_update = misses(labels, predictions, weights)
+
+        def compute(h, m, op_name):
+            return array_ops.where(math_ops.greater(h + m, 0), math_ops.divide(h, h + m), 0.0,
+                                   name=op_name)
+
+        value = compute(hit, miss, "value")
+        update_op = compute(hit_update, miss_update, "update_op")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+# -- counts at thresholds ----------------------------------------------------------------------
+_COUNTS = {"tp": ("true_positives", True, True), "fn": ("false_negatives", True, False),
+           "tn": ("true_negatives", False, False), "fp": ("false_positives", False, True)}
+
+
+def _confusion_matrix_at_thresholds(labels, predictions, thresholds, weights=None,
+                                    includes=("tp", "fn", "tn", "fp")):
+    """``(values, update_ops)``: dicts of the [len(thresholds)] weighted counts (local variables
+    named as TF1's) of predictions above each threshold against bool labels."""
+    predictions = convert_to_tensor(predictions)
+    in_range = [logging_ops.assert_greater_equal(predictions, math_ops.cast(0.0, predictions.dtype),
+                                                 message="predictions must be in [0, 1]"),
+                logging_ops.assert_less_equal(predictions, math_ops.cast(1.0, predictions.dtype),
+                                              message="predictions must be in [0, 1]")]
+    with get_default_graph().control_dependencies(in_range):
+        predictions, labels, weights = _squeezed(
+            math_ops.cast(predictions, dtypes.float32),
+            math_ops.cast(convert_to_tensor(labels), dtypes.bool), weights)
+    # [thresholds, predictions] comparisons, by broadcasting
+    thresholds_col = array_ops.reshape(array_ops.constant(list(thresholds), dtypes.float32),
+                                       [-1, 1])
+    pred_is_pos = math_ops.greater(array_ops.reshape(predictions, [1, -1]), thresholds_col)
+    label_is_pos = array_ops.reshape(labels, [1, -1])
+    if weights is not None:
+        weights = math_ops.cast(weights, dtypes.float32) * array_ops.ones_like(predictions)
+        weights = array_ops.reshape(weights, [1, -1])
+    values, update_ops = {}, {}
+    for key in includes:
+        var_name, label_is, prediction_is = _COUNTS[key]
+        var = _metric_variable(var_name, [len(thresholds)])
+        hit = math_ops.cast(math_ops.logical_and(
+            math_ops.equal(label_is_pos, label_is), math_ops.equal(pred_is_pos, prediction_is)),
+            dtypes.float32)
+        if weights is not None:
+            hit = hit * weights
+        update_ops[key] = state_ops.assign_add(var, math_ops.reduce_sum(hit, 1))
+        values[key] = var
+    return values, update_ops
+
+
+def _counter_at_thresholds(key):
+    var_name = _COUNTS[key][0]
+
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        with get_default_graph().name_scope(name or var_name):
+            values, update_ops = _confusion_matrix_at_thresholds(
+                labels, predictions, thresholds, weights, includes=(key,))
+            _collect(updates_collections, update_ops[key])
+            return _read(values[key], metrics_collections), update_ops[key]
+    metric.__name__ = var_name + "_at_thresholds"
+    metric.__doc__ = ("The (weighted) number of %s for predictions above each of ``thresholds``: "
+                      "``(counts, update_op)`` in local variable ``%s/%s``."
+                      % (var_name.replace("_", " "), var_name, var_name))
+    return metric
+
+
+true_positives_at_thresholds = _counter_at_thresholds("tp")
+false_positives_at_thresholds = _counter_at_thresholds("fp")
+true_negatives_at_thresholds = _counter_at_thresholds("tn")
+false_negatives_at_thresholds = _counter_at_thresholds("fn")
+
+
+def precision_at_thresholds(labels, predictions, thresholds, weights=None,
+                            metrics_collections=None, updates_collections=None, name=None):
+    """Precision of the predictions above each of ``thresholds``: ``(values, update_op)``."""
+    return _ratio_at_thresholds("precision", "fp", labels, predictions, thresholds, weights,
+                                metrics_collections, updates_collections, name)
+
+
+def recall_at_thresholds(labels, predictions, thresholds, weights=None,
+                         metrics_collections=None, updates_collections=None, name=None):
+    """Recall of the predictions above each of ``thresholds``: ``(values, update_op)``."""
+    return _ratio_at_thresholds("recall", "fn", labels, predictions, thresholds, weights,
+                                metrics_collections, updates_collections, name)
+
+
+def _ratio_at_thresholds(what, miss, labels, predictions, thresholds, weights,
+                         metrics_collections, updates_collections, name):
+    with get_default_graph().name_scope(name or what + "_at_thresholds"):
+        values, update_ops = _confusion_matrix_at_thresholds(
+            labels, predictions, thresholds, weights, includes=("tp", miss))
+        epsilon = 1e-7
+
+        def compute(tp, missed, op_name):
+            return math_ops.divide(tp, epsilon + tp + missed, name="%s_%s" % (what, op_name))
+
+        value = compute(values["tp"], values[miss], "value")
+        update_op = compute(update_ops["tp"], update_ops[miss], "update_op")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+# -- auc -----------------------------------------------------------------------------------------
+def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
+        updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal",
+        thresholds=None):
+    """The area under the ROC or PR curve, from counts at ``num_thresholds`` thresholds spaced
+    evenly in [0, 1] (plus one just below 0 and one just above 1), as TF1 computes it.
+
+    ``summation_method``: "trapezoidal", "careful_interpolation" (for PR: interpolates precision
+    along the recall axis, as TF1), "minoring" or "majoring". ``predictions`` must be in [0, 1].
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     value, update = tf.metrics.auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    ...     sess = tf.Session()
+    ...     sess.run(tf.local_variables_initializer())
+    ...     print(round(float(sess.run(update)), 3))
+    0.75
+    """
+    if curve not in ("ROC", "PR"):
+        raise ValueError("Curve must be either ROC or PR. Curve %s is unknown." % curve)
+    if summation_method not in ("trapezoidal", "careful_interpolation", "minoring", "majoring"):
+        raise ValueError("Invalid summation_method: %s summation_method should be 'trapezoidal', "
+                         "'careful_interpolation', 'minoring', or 'majoring'."
+                         % summation_method)
+    kepsilon = 1e-7   # so that predictions of exactly 0 and 1 fall inside the end thresholds
+    if thresholds is not None:
+        thresholds = sorted(thresholds)
+        num_thresholds = len(thresholds) + 2
+    else:
+        thresholds = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+    thresholds = [0.0 - kepsilon] + thresholds + [1.0 + kepsilon]
+    with get_default_graph().name_scope(name or "auc"):
+        values, update_ops = _confusion_matrix_at_thresholds(labels, predictions, thresholds,
+                                                             weights)
+
+        def compute(c, op_name):
+            if curve == "PR" and summation_method == "careful_interpolation":
+                return _interpolated_pr_auc(c["tp"], c["fp"], c["fn"], num_thresholds, op_name)
+            epsilon = 1.0e-6
+            rec = math_ops.divide(c["tp"] + epsilon, c["tp"] + c["fn"] + epsilon)
+            if curve == "ROC":
+                x, y = math_ops.divide(c["fp"], c["fp"] + c["tn"] + epsilon), rec
+            else:
+                x, y = rec, math_ops.divide(c["tp"] + epsilon, c["tp"] + c["fp"] + epsilon)
+            y0, y1 = y[:num_thresholds - 1], y[1:]
+            height = {"minoring": lambda: math_ops.minimum(y0, y1),
+                      "majoring": lambda: math_ops.maximum(y0, y1)}.get(
+                summation_method, lambda: (y0 + y1) / 2.0)()
+            return math_ops.reduce_sum((x[:num_thresholds - 1] - x[1:]) * height, name=op_name)
+
+        value = compute(values, "value")
+        update_op = compute(update_ops, "update_op")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+def _interpolated_pr_auc(tp, fp, fn, num_thresholds, name):
+    """TF1's PR-AUC by careful interpolation (Davis & Goadrich 2006): between two thresholds
+    precision is interpolated along the true positives, and the area integrated in closed form."""
+    dtp = tp[:num_thresholds - 1] - tp[1:]
+    p = tp + fp
+    prec_slope = math_ops.div_no_nan(dtp, math_ops.maximum(p[:num_thresholds - 1] - p[1:], 0.0),
+                                     name="prec_slope")
+    intercept = tp[1:] - prec_slope * p[1:]
+    safe_p_ratio = array_ops.where(
+        math_ops.logical_and(p[:num_thresholds - 1] > 0, p[1:] > 0),
+        math_ops.div_no_nan(p[:num_thresholds - 1], math_ops.maximum(p[1:], 0.0),
+                            name="recall_relative_ratio"),
+        array_ops.ones_like(p[1:]))
+    return math_ops.reduce_sum(
+        math_ops.div_no_nan(prec_slope * (dtp + intercept * math_ops.log(safe_p_ratio)),
+                            math_ops.maximum(tp[1:] + fn[1:], 0.0), name="pr_auc_increment"),
+        name=name)
+
+
+# -- per class -----------------------------------------------------------------------------------
+def _flat_class_ids(labels, predictions):
+    labels = math_ops.cast(convert_to_tensor(labels), dtypes.int64)
+    predictions = convert_to_tensor(predictions)
+    if (labels.get_shape().ndims or 0) > 1:
+        labels = array_ops.reshape(labels, [-1])
+    if (predictions.get_shape().ndims or 0) > 1:
+        predictions = array_ops.reshape(predictions, [-1])
+    if not predictions.get_shape().is_compatible_with(labels.get_shape()):
+        raise ValueError("Shapes %s (predictions) and %s (labels) are incompatible"
+                         % (predictions.get_shape(), labels.get_shape()))
+    return labels, math_ops.cast(predictions, dtypes.int64)
+
+
+def _flat_weights(weights):
+    weights = math_ops.cast(convert_to_tensor(weights), dtypes.float32)
+    return array_ops.reshape(weights, [-1]) if (weights.get_shape().ndims or 0) > 1 else weights
+
+
+def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
+                            metrics_collections=None, updates_collections=None, name=None):
+    """The mean over classes of each class's accuracy: ``(mean, update_op)``; as in TF1,
+    ``update_op`` evaluates to the [num_classes] per-class accuracies."""
+    with get_default_graph().name_scope(name or "mean_accuracy"):
+        labels, predictions = _flat_class_ids(labels, predictions)
+        total = _metric_variable("total", [num_classes])
+        count = _metric_variable("count", [num_classes])
+        ones = array_ops.ones_like(labels, dtype=dtypes.float32)
+        is_correct = math_ops.cast(math_ops.equal(predictions, labels), dtypes.float32)
+        if weights is not None:
+            weights = _flat_weights(weights)
+            is_correct *= weights
+            ones *= weights
+        update_total = state_ops.scatter_add(total, labels, ones)
+        update_count = state_ops.scatter_add(count, labels, is_correct)
+        value = math_ops.reduce_mean(math_ops.div_no_nan(count, math_ops.maximum(total, 0.0)),
+                                     name="mean_accuracy")
+        update_op = math_ops.div_no_nan(update_count, math_ops.maximum(update_total, 0.0),
+                                        name="update_op")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections=None,
+             updates_collections=None, name=None):
+    """The mean over classes (those seen) of intersection over union: ``(mean_iou, update_op)``;
+    as in TF1, ``update_op`` evaluates to the [num_classes, num_classes] confusion matrix."""
+    with get_default_graph().name_scope(name or "mean_iou"):
+        labels, predictions = _flat_class_ids(labels, predictions)
+        total_cm = _metric_variable("total_confusion_matrix", [num_classes, num_classes],
+                                    dtypes.float64)
+        # rows: labels, columns: predictions (TF1's confusion_matrix)
+        cells = labels * num_classes + predictions
+        counts = array_ops.ones_like(cells, dtype=dtypes.float64) if weights is None \
+            else math_ops.cast(_flat_weights(weights), dtypes.float64) \
+            * array_ops.ones_like(cells, dtype=dtypes.float64)
+        current = array_ops.reshape(
+            array_ops.unsorted_segment_sum(counts, cells, num_classes * num_classes),
+            [num_classes, num_classes])
+        update_op = state_ops.assign_add(total_cm, current)
+        sum_over_row = math_ops.cast(math_ops.reduce_sum(total_cm, 0), dtypes.float32)
+        sum_over_col = math_ops.cast(math_ops.reduce_sum(total_cm, 1), dtypes.float32)
+        cm_diag = math_ops.cast(array_ops.diag_part(total_cm), dtypes.float32)
+        denominator = sum_over_row + sum_over_col - cm_diag
+        num_valid = math_ops.reduce_sum(math_ops.cast(math_ops.not_equal(denominator, 0.0),
+                                                      dtypes.float32))
+        denominator = array_ops.where(math_ops.greater(denominator, 0.0), denominator,
+                                      array_ops.ones_like(denominator))
+        iou = math_ops.divide(cm_diag, denominator)
+        value = array_ops.where(math_ops.greater(num_valid, 0.0),
+                                math_ops.reduce_sum(iou, name="mean_iou") / num_valid, 0.0)
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+# -- at k ----------------------------------------------------------------------------------------
+def _at_k_name(name, k, class_id):
+    name = "%s_at_%d" % (name, k)
+    return name if class_id is None else "%s_class%d" % (name, class_id)
+
+
+def _top_k_counts(labels, predictions, k, class_id):
+    """Per row of ``predictions`` ([..., num_classes]), with ``labels`` the class ids of the row
+    ([...] or [..., num_labels]): the true positives, false positives and false negatives of its
+    top ``k`` classes against the set of its labels (float64, as TF1's set operations count)."""
+    predictions = convert_to_tensor(predictions)
+    labels = math_ops.cast(convert_to_tensor(labels), dtypes.int64)
+    p_rank, l_rank = predictions.get_shape().ndims, labels.get_shape().ndims
+    if p_rank is None or l_rank is None or p_rank not in (l_rank, l_rank + 1):
+        raise ValueError("Unexpected labels shape %s for predictions shape %s. Predictions rank "
+                         "should be the same rank as labels rank or labels rank plus one ."
+                         % (labels.get_shape(), predictions.get_shape()))
+    if p_rank == l_rank + 1:
+        labels = array_ops.expand_dims(labels, -1)
+    _, top = nn_ops.top_k(predictions, k)
+    top = math_ops.cast(top, dtypes.int64)
+    # [..., k, num_labels]: which top class equals which label
+    same = math_ops.equal(array_ops.expand_dims(top, -1), array_ops.expand_dims(labels, -2))
+    predicted_hit = math_ops.reduce_any(same, -1)     # [..., k]  (top classes are distinct)
+    label_found = math_ops.reduce_any(same, -2)       # [..., num_labels]
+    # a label repeated in a row counts once (a set): keep its first occurrence
+    repeats = math_ops.equal(array_ops.expand_dims(labels, -1), array_ops.expand_dims(labels, -2))
+    repeats = math_ops.cast(repeats, dtypes.int32)
+    earlier = array_ops.matrix_band_part(repeats, -1, 0) - array_ops.matrix_band_part(repeats, 0, 0)
+    first = math_ops.equal(math_ops.reduce_sum(earlier, -1), 0)
+    label_missed = math_ops.logical_and(first, math_ops.logical_not(label_found))
+    predicted_miss = math_ops.logical_not(predicted_hit)
+    if class_id is not None:
+        predicted_hit = math_ops.logical_and(predicted_hit, math_ops.equal(top, class_id))
+        predicted_miss = math_ops.logical_and(predicted_miss, math_ops.equal(top, class_id))
+        label_missed = math_ops.logical_and(label_missed, math_ops.equal(labels, class_id))
+
+    def count(flags):
+        return math_ops.reduce_sum(math_ops.cast(flags, dtypes.float64), -1)
+    return count(predicted_hit), count(predicted_miss), count(label_missed)
+
+
+def _streaming_count(counts, weights, var_name):
+    with get_default_graph().name_scope(var_name) as scope:
+        if weights is not None:
+            counts = counts * math_ops.cast(convert_to_tensor(weights), dtypes.float64)
+        var = _metric_variable(scope, dtype=dtypes.float64)
+        return var, state_ops.assign_add(var, math_ops.reduce_sum(counts), name="update")
+
+
+def _at_k(what, miss_index, labels, predictions, k, class_id, weights, metrics_collections,
+          updates_collections, name):
+    miss_name = ("false_positive", "false_negative")[miss_index - 1]
+    with get_default_graph().name_scope(name or _at_k_name(what, k, class_id)) as scope:
+        counts = _top_k_counts(labels, predictions, k, class_id)
+        tp, tp_update = _streaming_count(counts[0], weights, _at_k_name("true_positive", k,
+                                                                        class_id))
+        miss, miss_update = _streaming_count(counts[miss_index], weights,
+                                             _at_k_name(miss_name, k, class_id))
+        value = math_ops.divide(tp, tp + miss, name=scope)
+        update_op = math_ops.divide(tp_update, tp_update + miss_update, name="update")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+def precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
+                   updates_collections=None, name=None):
+    """How often a class among each row's top ``k`` predictions is one of its labels (class ids,
+    ``[batch]`` or ``[batch, num_labels]``); with ``class_id``, only that class counts.
+    ``weights`` weight each row. ``(precision, update_op)``, float64, NaN before any count."""
+    return _at_k("precision", 1, labels, predictions, k, class_id, weights, metrics_collections,
+                 updates_collections, name)
+
+
+def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
+                updates_collections=None, name=None):
+    """How often each row's labels (class ids, ``[batch]`` or ``[batch, num_labels]``) are among
+    its top ``k`` predictions; with ``class_id``, only that class counts. ``weights`` weight each
+    row. ``(recall, update_op)``, float64, NaN before any count."""
+    return _at_k("recall", 2, labels, predictions, k, class_id, weights, metrics_collections,
+                 updates_collections, name)
+
+
 __all__ = ["mean", "accuracy", "mean_absolute_error", "mean_squared_error",
-           "root_mean_squared_error"]
+           "root_mean_squared_error", "true_positives", "false_positives", "true_negatives",
+           "false_negatives", "precision", "recall", "true_positives_at_thresholds",
+           "false_positives_at_thresholds", "true_negatives_at_thresholds",
+           "false_negatives_at_thresholds", "precision_at_thresholds", "recall_at_thresholds",
+           "auc", "mean_per_class_accuracy", "mean_iou", "precision_at_k", "recall_at_k"]

@@ -223,6 +223,31 @@ def scatter_sub(ref, indices, updates, use_locking=False, name=None):
     return _scatter("ScatterSub", ref, indices, updates, use_locking, name)
 
 
+# -- CountUpTo -----------------------------------------------------------------------------------
+def _count_up_to_kernel(ctx, ref, limit):
+    with ref.lock:
+        current = ref.read()
+        before = current.copy()
+        if int(before) >= limit:
+            raise errors.OutOfRangeError(None, None, "Reached limit of %d" % limit)
+        current += 1
+        return before
+
+
+register_op("CountUpTo", shape=lambda op: TensorShape([]), kernel=_count_up_to_kernel,
+            stateful=True, light_ok=True, ref_inputs=(0,), grad=None)
+
+
+def count_up_to(ref, limit, name=None):
+    """Increment the int variable ``ref`` until it reaches ``limit``; outputs the value before
+    the increment, and fails with OutOfRangeError once ``limit`` is reached (input epochs)."""
+    r = _ref_tensor(ref)
+    if r.dtype.base_dtype not in (_dtypes.int32, _dtypes.int64):
+        raise TypeError("count_up_to needs an int32 or int64 variable, got %s (%s)"
+                        % (r.dtype.name, r.name))
+    return make_op("CountUpTo", [r], name=name or "CountUpTo", limit=int(limit))
+
+
 # -- IsVariableInitialized -----------------------------------------------------------------------
 register_op("IsVariableInitialized", dtype=lambda op: _dtypes.bool,
             shape=lambda op: TensorShape([]),
@@ -250,4 +275,5 @@ __all__ = [
     "scatter_add",
     "scatter_sub",
     "is_variable_initialized",
+    "count_up_to",
 ]

@@ -153,7 +153,7 @@ class Variable:
         return state_ops.indexed_slices_update("ScatterSub", self, sparse_delta, use_locking, name)
 
     def count_up_to(self, limit):
-        raise NotImplementedError("count_up_to is not supported; use assign_add with a check")
+        return state_ops.count_up_to(self._variable, limit)
 
     def __repr__(self):
         return "<zps.Variable '%s' shape=%s dtype=%s>" % (self.name, self.get_shape(),

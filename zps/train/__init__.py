@@ -11,9 +11,11 @@ from zps.train.coordinator import *  # noqa: F403
 from zps.train.device_setter import *  # noqa: F403
 from zps.train.ftrl import *  # noqa: F403
 from zps.train.gradient_descent import *  # noqa: F403
+from zps.train.input import *  # noqa: F403
 from zps.train.learning_rate_decay import *  # noqa: F403
 from zps.train.momentum import *  # noqa: F403
 from zps.train.monitored_session import *  # noqa: F403
+from zps.train.moving_averages import *  # noqa: F403
 from zps.train.optimizer import *  # noqa: F403
 from zps.train.profiler_hook import *  # noqa: F403
 from zps.train.queue_runner import *  # noqa: F403

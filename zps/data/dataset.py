@@ -1,0 +1,494 @@
+"""``tf.data.Dataset``: an input pipeline described in the graph (TF1's ``tf.compat.v1.data``).
+
+A Dataset is a node of a pipeline: its kind, the datasets it reads, the tensors it takes and the
+static types and shapes of its elements. Nothing runs until an iterator is initialized
+(``zps.data.iterator``); then the pipeline is sent as plain data to where the iterator lives
+(see zps.ops.dataset_ops).
+
+Functions (``map``, ``filter``, ``flat_map``) are written with tf ops on the element's tensors, as
+in TF1: each is called once, on placeholders standing for the components, and what it built is
+kept as a private graph (as ``tf.cond`` keeps a branch) that runs for each element. Tensors it
+uses from outside (a placeholder, a constant) are inputs of the initializer, read when it runs.
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     ds = tf.data.Dataset.from_tensor_slices(([1, 2, 3, 4], [10, 20, 30, 40]))
+...     ds = ds.filter(lambda a, b: tf.equal(a % 2, 0)).map(lambda a, b: a + b).batch(2)
+...     print(ds.output_types.name, ds.output_shapes)
+...     batch = ds.make_one_shot_iterator().get_next()
+...     print(tf.Session().run(batch).tolist())
+int32 (?)
+[22, 44]
+"""
+
+import numpy as np
+
+from zps.data import structure as nest
+from zps.framework import dtypes as _dtypes
+from zps.framework.constant import constant_value
+from zps.framework.graph import Operation, Tensor, convert_to_tensor, get_default_graph
+from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
+from zps.ops import array_ops, random_ops
+from zps.ops.control_flow_ops import _build_branch, _claimed, _export, _merged_shape
+
+
+class Dataset:
+    """A sequence of elements, each a nested structure (tuples, dicts) of tensors.
+
+    Build one with a static method (``from_tensor_slices``, ``range`` ...) or a reader
+    (``TextLineDataset``), transform it (``map``, ``batch``, ``shuffle`` ...) and read it with an
+    iterator (``make_one_shot_iterator``, ``make_initializable_iterator``).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     x = tf.data.Dataset.range(5).repeat(2).batch(4).make_one_shot_iterator().get_next()
+    ...     with tf.Session() as sess:
+    ...         print([sess.run(x).tolist() for _ in range(3)])
+    [[0, 1, 2, 3], [4, 0, 1, 2], [3, 4]]
+    """
+
+    def __init__(self, kind, name, parents, tensors, element, types, shapes, **attrs):
+        self._kind = kind
+        self._name = name
+        self._parents = list(parents)
+        self._tensors = list(tensors)
+        self._element = element   # the element's structure (leaves are placeholders for it)
+        self._types = [_dtypes.as_dtype(t).base_dtype for t in types]
+        self._shapes = [as_shape(s) for s in shapes]
+        self._attrs = attrs
+        self._waits = [w for p in self._parents for w in p._waits]
+        self._elementwise = False   # a map that batches commute with (see _elementwise)
+
+    def _derived(self, kind, name, tensors=(), element=None, types=None, shapes=None, fn=None,
+                 **attrs):
+        """A dataset reading this one (same element types and shapes unless given), with the
+        traced function ``fn`` (a _Traced) if any."""
+        if fn is not None:
+            tensors, attrs["fn"] = fn.captures, fn.attr
+        ds = Dataset(kind, name, [self], tensors, self._element if element is None else element,
+                     self._types if types is None else types,
+                     self._shapes if shapes is None else shapes, **attrs)
+        if fn is not None:
+            ds._waits = list(dict.fromkeys(ds._waits + fn.waits))
+        return ds
+
+    # -- sources -------------------------------------------------------------------------------
+    @staticmethod
+    def from_tensors(tensors):
+        """A dataset of one element, ``tensors`` (a nested structure of tensors)."""
+        element, flat = _as_element(tensors, "from_tensors")
+        return Dataset("tensors", "TensorDataset", [], flat, element,
+                       [t.dtype for t in flat], [t.get_shape() for t in flat])
+
+    @staticmethod
+    def from_tensor_slices(tensors):
+        """A dataset of the slices of ``tensors`` along their first dimension (each component
+        must have the same size there).
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.from_tensor_slices({"x": [[1, 2], [3, 4]], "y": [5, 6]})
+        ...     print(ds.output_shapes)
+        {'x': TensorShape([2]), 'y': TensorShape([])}
+        """
+        element, flat = _as_element(tensors, "from_tensor_slices")
+        shapes = [t.get_shape() for t in flat]
+        for t, s in zip(flat, shapes):
+            if s.ndims == 0:
+                raise ValueError("from_tensor_slices: %s is a scalar; every component needs a "
+                                 "first dimension to slice" % t.name)
+        sizes = {s.as_list()[0] for s in shapes if s.ndims is not None} - {None}
+        if len(sizes) > 1:
+            raise ValueError("from_tensor_slices: dimension 0 of the components must be the "
+                             "same, got shapes %s" % [str(s) for s in shapes])
+        return Dataset("slices", "TensorSliceDataset", [], flat, element, [t.dtype for t in flat],
+                       [s[1:] if s.ndims is not None else unknown_shape() for s in shapes])
+
+    @staticmethod
+    def range(*args):
+        """The int64 numbers of ``range(*args)``: ``(stop)``, ``(start, stop)`` or
+        ``(start, stop, step)``, each a Python int or a scalar tensor."""
+        if not 1 <= len(args) <= 3:
+            raise ValueError("Dataset.range takes 1 to 3 arguments (start, stop, step), got %d"
+                             % len(args))
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
+        return Dataset("range", "RangeDataset", [], [_int64(v, "range") for v in (start, stop, step)],
+                       None, [_dtypes.int64], [TensorShape([])])
+
+    @staticmethod
+    def zip(datasets):
+        """Elements of several datasets side by side: ``datasets`` is a tuple or dict of them
+        (nested), and the elements have that structure. Ends with the shortest."""
+        flat = nest.flatten(datasets)
+        for d in flat:
+            if not isinstance(d, Dataset):
+                raise TypeError("Dataset.zip takes a (nested) tuple or dict of Datasets, got %r"
+                                % (d,))
+        element = nest.pack(datasets, [d.output_types for d in flat])
+        return Dataset("zip", "ZipDataset", flat, [], element,
+                       [t for d in flat for t in d._types], [s for d in flat for s in d._shapes])
+
+    # -- transformations -----------------------------------------------------------------------
+    def concatenate(self, dataset):
+        """This dataset's elements, then ``dataset``'s (same structure and types)."""
+        if not nest.same_structure(self.output_types, dataset.output_types) or \
+                self._types != dataset._types:
+            raise TypeError("Datasets to concatenate must have the same structure and types: %s "
+                            "vs %s" % (self.output_types, dataset.output_types))
+        shapes = [_merged_shape(a, b) for a, b in zip(self._shapes, dataset._shapes)]
+        return Dataset("concatenate", "ConcatenateDataset", [self, dataset], [], self._element,
+                       self._types, shapes)
+
+    def map(self, map_func, num_parallel_calls=None):
+        """Elements ``map_func(element)`` (``map_func(*element)`` when the element is a tuple),
+        where ``map_func`` is written with tf ops. ``num_parallel_calls`` is accepted; elements
+        are mapped in order.
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.range(3).map(lambda x: {"x": x, "sq": x * x})
+        ...     element = tf.Session().run(ds.make_one_shot_iterator().get_next())
+        ...     print({k: int(v) for k, v in element.items()})
+        {'x': 0, 'sq': 0}
+        """
+        fn, out, value = _trace(self, map_func, "map")
+        value = tuple(value) if isinstance(value, list) else value   # as TF1 1.15
+        ds = self._derived("map", "MapDataset", element=value, types=[t.dtype for t in out],
+                           shapes=[t.get_shape() for t in out], fn=fn)
+        ds._elementwise = fn.elementwise
+        return ds
+
+    def filter(self, predicate):
+        """The elements for which ``predicate`` (tf ops, returning a scalar bool) is true."""
+        fn, out, _ = _trace(self, predicate, "filter")
+        if len(out) != 1 or out[0].dtype.base_dtype != _dtypes.bool or \
+                out[0].get_shape().ndims not in (None, 0):
+            raise ValueError("`predicate` return type must be convertible to a scalar boolean "
+                             "tensor. Was %s." % [(t.dtype.name, str(t.get_shape())) for t in out])
+        return self._derived("filter", "FilterDataset", fn=fn)
+
+    def flat_map(self, map_func):
+        """The elements of the datasets ``map_func(element)`` returns, one after the other."""
+        fn, _, (inner, plan) = _trace(self, map_func, "flat_map", returns_dataset=True)
+        return self._derived("flat_map", "FlatMapDataset", element=inner._element,
+                             types=inner._types, shapes=inner._shapes, fn=fn, dataset=plan)
+
+    def batch(self, batch_size, drop_remainder=False):
+        """Consecutive elements stacked into batches of ``batch_size`` (the last one smaller
+        unless ``drop_remainder``); the batch dimension is static only with drop_remainder."""
+        return _batched(self, _int64(batch_size, "batch_size"), bool(drop_remainder))
+
+    def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False):
+        """Like ``batch``, each component padded to ``padded_shapes`` (a structure like the
+        element's; unknown dimensions pad to the longest in the batch) with ``padding_values``
+        (default 0, or b"" for strings)."""
+        size = _int64(batch_size, "batch_size")
+        try:
+            padded = [as_shape(s) for s in nest.flatten(
+                nest.pack(self._element, nest.flatten(padded_shapes)))]
+        except ValueError:
+            raise ValueError("padded_shapes must have the structure of the elements, %s; got %s"
+                             % (nest.describe(self.output_types), padded_shapes)) from None
+        if padding_values is None:
+            pads = [b"" if t == _dtypes.string else 0 for t in self._types]
+        else:
+            pads = nest.flatten(padding_values)
+        pads = [convert_to_tensor(v, dtype=t) for v, t in zip(pads, self._types)]
+        for s, p in zip(self._shapes, padded):
+            if not s.is_compatible_with(p) or p.ndims is None:
+                raise ValueError("padded shape %s does not fit elements of shape %s" % (p, s))
+        return self._derived("padded_batch", "PaddedBatchDataset", [size] + pads,
+                             shapes=[TensorShape([_static_size(size, drop_remainder)])
+                                     .concatenate(p) for p in padded],
+                             padded_shapes=[p.as_list() for p in padded],
+                             drop_remainder=bool(drop_remainder))
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
+        """The elements in random order, drawn from a buffer of ``buffer_size`` (TF's algorithm).
+
+        ``seed`` with the graph's seed (``tf.set_random_seed``) makes the order reproducible, by
+        TF1's rules (``tf.get_seed``); each epoch of a ``repeat`` after it is shuffled anew
+        unless ``reshuffle_each_iteration=False``.
+        """
+        seed, seed2 = random_ops.get_seed(seed)
+        return self._derived("shuffle", "ShuffleDataset", [_int64(buffer_size, "buffer_size")],
+                             seed=seed or 0, seed2=seed2 or 0,
+                             reshuffle_each_iteration=reshuffle_each_iteration is not False)
+
+    def repeat(self, count=None):
+        """The elements ``count`` times over (forever when None or -1)."""
+        return self._derived("repeat", "RepeatDataset", [_int64(-1 if count is None else count,
+                                                                "count")])
+
+    def take(self, count):
+        """The first ``count`` elements (all when -1)."""
+        return self._derived("take", "TakeDataset", [_int64(count, "count")])
+
+    def skip(self, count):
+        """The elements after the first ``count`` (none when -1)."""
+        return self._derived("skip", "SkipDataset", [_int64(count, "count")])
+
+    def prefetch(self, buffer_size):
+        """The same elements (accepted for TF1 programs: elements are made when pulled)."""
+        _int64(buffer_size, "buffer_size")
+        return self._derived("prefetch", "PrefetchDataset")
+
+    def cache(self, filename=""):
+        """The same elements, kept in memory after the first complete pass (later epochs of a
+        ``repeat`` read them from there)."""
+        if filename:
+            raise NotImplementedError("Dataset.cache(filename) (a cache on disk) is not supported; "
+                                      "use cache() to cache in memory")
+        return self._derived("cache", "CacheDataset")
+
+    def apply(self, transformation_func):
+        """``transformation_func(self)``, which must return a Dataset."""
+        result = transformation_func(self)
+        if not isinstance(result, Dataset):
+            raise TypeError("`transformation_func` must return a Dataset, got %r" % (result,))
+        return result
+
+    # -- the element's static structure (TF1's properties) -------------------------------------
+    @property
+    def output_types(self):
+        """The element's structure with each component's DType."""
+        return nest.pack(self._element, self._types)
+
+    @property
+    def output_shapes(self):
+        """The element's structure with each component's static TensorShape."""
+        return nest.pack(self._element, self._shapes)
+
+    @property
+    def output_classes(self):
+        """The element's structure with each component's class (``tf.Tensor``)."""
+        return nest.pack(self._element, [Tensor] * len(self._types))
+
+    # -- iterators -----------------------------------------------------------------------------
+    def make_one_shot_iterator(self):
+        """An iterator that starts at the first element on first use and needs no initializer."""
+        from zps.data.iterator import Iterator
+        return Iterator._one_shot(self)
+
+    def make_initializable_iterator(self, shared_name=None):
+        """An iterator with an ``initializer`` op, which (re)starts it at the first element;
+        placeholders the dataset uses are fed when running it."""
+        from zps.data.iterator import Iterator
+        it = Iterator.from_structure(self.output_types, self.output_shapes, shared_name)
+        it._initializer = it.make_initializer(self)
+        return it
+
+    def _plan(self):
+        """(the pipeline as plain data, the tensors it takes, ops to run first) (dataset_ops)."""
+        nodes, built, slots = [], {}, {}
+
+        def visit(ds):
+            if id(ds) not in built:
+                parents = [visit(p) for p in ds._parents]
+                inputs = [slots.setdefault(t, len(slots)) for t in ds._tensors]
+                nodes.append(dict(ds._attrs, kind=ds._kind, name=ds._name, parents=parents,
+                                  inputs=inputs))
+                built[id(ds)] = len(nodes) - 1
+            return built[id(ds)]
+        visit(self)
+        return ({"nodes": nodes, "output": len(nodes) - 1}, sorted(slots, key=slots.get),
+                list(dict.fromkeys(self._waits)))
+
+    def __repr__(self):
+        return "<%s shapes: %s, types: %s>" % (self._name, self.output_shapes, self.output_types)
+
+
+def _batched(ds, size, drop_remainder):
+    """``ds`` batched. A map of ``ds`` whose function is elementwise (``_elementwise``) on
+    components of static shapes is applied to batches of its input instead: the same values,
+    with one run of its private graph per batch rather than per element."""
+    batch = TensorShape([_static_size(size, drop_remainder)])
+    if ds._elementwise and all(s.is_fully_defined() for s in ds._parents[0]._shapes):
+        source = _batched(ds._parents[0], size, drop_remainder)
+        mapped = Dataset("map", "MapDataset", [source], ds._tensors, ds._element, ds._types,
+                         [batch.concatenate(s) for s in ds._shapes], **ds._attrs)
+        mapped._waits = ds._waits
+        mapped._elementwise = True
+        return mapped
+    return ds._derived("batch", "BatchDataset", [size],
+                       shapes=[batch.concatenate(s) for s in ds._shapes],
+                       drop_remainder=drop_remainder)
+
+
+# Ops whose every output element is computed from the same position of their inputs, exactly
+# rounded (IEEE): given a batch, they give each element what they give it alone. (exp, log,
+# tanh ... are left out: numpy's vectorized loops may round them differently from scalar ones.)
+_ELEMENTWISE = frozenset([
+    "Identity", "Cast", "Add", "Sub", "Mul", "RealDiv", "FloorDiv", "FloorMod", "Maximum",
+    "Minimum", "SquaredDifference", "Neg", "Square", "Abs", "Sign", "Sqrt", "Reciprocal", "Floor",
+    "Ceil", "Round", "IsFinite", "IsNan", "IsInf", "LogicalNot", "LogicalAnd", "LogicalOr",
+    "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
+])
+
+
+def _elementwise(ops, args, outputs):
+    """Whether a traced function maps a batch of elements (components stacked) to the batch of
+    its results: each op computed from the element is in _ELEMENTWISE, its element inputs have
+    one static shape and its other inputs are scalars; ops not computed from the element are
+    stateless (a random op would draw once per batch); each output is computed from the element.
+    """
+    derived = {a: a.get_shape() for a in args}   # tensors computed from the element: shapes
+    for op in ops:
+        if op._control_inputs:
+            return False
+        inputs = [t for t in op.inputs if t in derived]
+        if not inputs:
+            if op.op_def.stateful:
+                return False
+            continue
+        shapes = {tuple(derived[t].as_list()) if derived[t].is_fully_defined() else None
+                  for t in inputs}
+        if op.type not in _ELEMENTWISE or len(shapes) != 1 or None in shapes or \
+                any(t.get_shape().ndims != 0 for t in op.inputs if t not in derived):
+            return False
+        for t in op.outputs:
+            derived[t] = derived[inputs[0]]
+    return all(t in derived for t in outputs)
+
+
+class _Traced:
+    """A function traced for a dataset: ``attr`` (plain data for dataset_ops._Function),
+    ``captures`` (the outer tensors it reads, inputs of the dataset node) and ``waits`` (outer ops
+    it has control dependencies on: the initializer runs after them)."""
+
+    def __init__(self, attr, captures, waits, elementwise):
+        self.attr = attr
+        self.captures = captures
+        self.waits = waits
+        self.elementwise = elementwise
+
+
+def _trace(dataset, func, what, returns_dataset=False):
+    """Call ``func`` on placeholders for ``dataset``'s element, keeping what it builds as a private
+    graph. Returns (_Traced, output tensors, the function's value, or (Dataset, its plan))."""
+    if not callable(func):
+        raise TypeError("Dataset.%s expects a callable, got %r" % (what, func))
+    graph = get_default_graph()
+    label = "Dataset.%s()" % what
+    with graph.name_scope(what.capitalize().replace("_", "") + "Dataset"):
+        with graph.control_dependencies(None):
+            args = [array_ops.placeholder(t, s, name="arg%d" % i)
+                    for i, (t, s) in enumerate(zip(dataset._types, dataset._shapes))]
+        element = nest.pack(dataset._element, args)
+        result = []
+
+        def call():
+            value = func(*element) if type(element) is tuple else func(element)
+            result.append(value)
+            if returns_dataset:
+                if not isinstance(value, Dataset):
+                    raise TypeError("The function passed to %s must return a Dataset, got %r"
+                                    % (label, value))
+                plan, tensors, _ = value._plan()
+                result[-1] = (value, plan)
+                return tensors
+            if value is None:
+                raise ValueError("The function passed to %s returned None: it must return a "
+                                 "tensor or a nested structure (tuple, dict) of tensors" % label)
+            return [_returned_tensor(v, label) for v in nest.flatten(
+                tuple(value) if isinstance(value, list) else value)]
+        ops, outputs, _ = _build_branch(graph, call, label)
+    branch, reads, waits, variables = _export(ops, outputs)
+    if variables:
+        raise ValueError("The function passed to %s updates the variable %s: a dataset function "
+                         "cannot change variables" % (label, variables[0].name))
+    _claimed(graph).update(ops + [a.op for a in args])
+    for op in ops + [a.op for a in args]:
+        graph.prevent_fetching(op)
+    position = {a: i for i, a in enumerate(args)}
+    captures = [t for t in reads if t not in position]
+    branch["inputs"] = [[k, t.name] for k, t in enumerate(reads)]
+    attr = {"branch": branch, "Tin": [t.dtype.base_dtype for t in reads],
+            "Tout": [t.dtype.base_dtype for t in outputs],
+            "args": [["arg", position[t]] if t in position else ["input", captures.index(t)]
+                     for t in reads]}
+    return _Traced(attr, captures, waits, _elementwise(ops, args, outputs)), outputs, result[0]
+
+
+def _returned_tensor(value, label):
+    if isinstance(value, Operation):
+        raise TypeError("The function passed to %s returned the Operation %s: return tensors "
+                        "(an Operation has no value)" % (label, value.name))
+    try:
+        return convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError("The function passed to %s returned %r, which is not a tensor and cannot "
+                        "be converted to one (%s)" % (label, value, e)) from None
+
+
+def _as_element(tensors, what):
+    if tensors is None:
+        raise TypeError("Dataset.%s() needs tensors, got None" % what)
+    flat = []
+    for v in nest.flatten(tensors):
+        try:
+            flat.append(convert_to_tensor(v))
+        except (TypeError, ValueError) as e:
+            raise TypeError("Dataset.%s(): %r is not a tensor and cannot be converted to one (%s)"
+                            % (what, v, e)) from None
+    element = nest.map_structure(lambda _: None, tensors)
+    return (element if isinstance(tensors, tuple | dict) else None), flat
+
+
+def _int64(value, what):
+    t = convert_to_tensor(value, dtype=_dtypes.int64) if not isinstance(value, Tensor) else value
+    if t.dtype.base_dtype not in (_dtypes.int64, _dtypes.int32):
+        raise TypeError("%s must be an integer, got a %s tensor" % (what, t.dtype.name))
+    if t.get_shape().ndims not in (None, 0):
+        raise ValueError("%s must be a scalar, got shape %s" % (what, t.get_shape()))
+    return t
+
+
+def _static_size(size, drop_remainder):
+    value = constant_value(size) if drop_remainder else None
+    return None if value is None else int(np.asarray(value))
+
+
+def _compression_type(compression_type):
+    if compression_type not in (None, "", "GZIP", "ZLIB"):
+        raise ValueError("Unsupported compression_type %r: use None or '' (none), 'GZIP' or 'ZLIB'"
+                         % (compression_type,))
+    return compression_type or ""
+
+
+class TextLineDataset(Dataset):
+    """The lines of text files (without their line ending), as string scalars.
+
+    ``filenames``: a string or a list (or 1-D string tensor) of paths, read in order;
+    ``compression_type``: "", "GZIP" or "ZLIB".
+    """
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None):
+        super().__init__("text_line", "TextLineDataset", [], [_filenames(filenames)], None,
+                         [_dtypes.string], [TensorShape([])],
+                         compression_type=_compression_type(compression_type))
+
+
+class TFRecordDataset(Dataset):
+    """The records of TFRecord files, as string scalars (TF's framing, checksums verified).
+
+    ``filenames``: a string or a list (or 1-D string tensor) of paths, read in order;
+    ``compression_type``: "", "GZIP" or "ZLIB".
+    """
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
+        super().__init__("tfrecord", "TFRecordDataset", [], [_filenames(filenames)], None,
+                         [_dtypes.string], [TensorShape([])],
+                         compression_type=_compression_type(compression_type))
+
+
+def _filenames(filenames):
+    t = convert_to_tensor(filenames, dtype=_dtypes.string) if not isinstance(filenames, Tensor) \
+        else filenames
+    if t.dtype.base_dtype != _dtypes.string or t.get_shape().ndims not in (None, 0, 1):
+        raise TypeError("filenames must be a string scalar or vector, got %s %s"
+                        % (t.dtype.name, t.get_shape()))
+    return t
+
+
+__all__ = ["Dataset", "TextLineDataset", "TFRecordDataset"]
