@@ -11,8 +11,9 @@ import pytest
 
 import zps
 
-NAMESPACE_MODULES = ["app", "contrib", "data", "distribute", "errors", "gfile", "initializers",
-                     "layers", "losses", "metrics", "nn", "python_io", "train"]
+NAMESPACE_MODULES = ["app", "contrib", "data", "distribute", "errors", "feature_column", "gfile",
+                     "image", "initializers", "layers", "losses", "metrics", "nn", "python_io",
+                     "train"]
 
 EXPECTED = {
     "zps": [
@@ -58,9 +59,9 @@ EXPECTED = {
         "moving_average_variables", "mul", "multinomial", "multiply", "name_scope", "neg",
         "negative", "newaxis", "no_op", "no_regularizer", "not_equal", "one_hot", "ones",
         "ones_initializer", "ones_like", "pad", "placeholder", "placeholder_with_default", "pow",
-        "print", "py_func", "random_normal", "random_normal_initializer", "random_shuffle",
-        "random_uniform", "random_uniform_initializer", "range", "rank", "realdiv", "reciprocal",
-        "reduce_all", "reduce_any", "reduce_join",
+        "print", "py_func", "random_crop", "random_normal", "random_normal_initializer",
+        "random_shuffle", "random_uniform", "random_uniform_initializer", "range", "rank", "realdiv",
+        "reciprocal", "reduce_all", "reduce_any", "reduce_join",
         "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
         "reduce_prod", "reduce_sum", "report_uninitialized_variables", "reset_default_graph",
         "reshape", "reverse", "reverse_v2", "round", "rsqrt", "scalar_mul", "scan", "scatter_add",
@@ -69,7 +70,8 @@ EXPECTED = {
         "sin", "sinh", "size", "slice", "sparse_placeholder", "sparse_segment_mean",
         "sparse_segment_sqrt_n", "sparse_segment_sum", "sparse_tensor_to_dense", "split", "sqrt",
         "square", "squared_difference", "squeeze", "stack", "stop_gradient", "strided_slice",
-        "string", "string_join", "string_split", "string_to_number", "sub", "substr",
+        "string", "string_join", "string_split", "string_to_hash_bucket_fast",
+        "string_to_hash_bucket_strong", "string_to_number", "sub", "substr",
         "subtract", "tables_initializer", "tan", "tanh", "tensordot", "tile", "to_double",
         "to_float", "to_int32", "to_int64", "trainable_variables", "transpose", "truediv",
         "truncated_normal", "truncated_normal_initializer", "tuple", "uint8",
@@ -81,16 +83,18 @@ EXPECTED = {
         "zeros_initializer", "zeros_like",
     ],
     "zps.nn": [
-        "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "compute_accidental_hits",
-        "conv2d", "conv2d_backprop_filter", "conv2d_backprop_input",
-        "conv2d_transpose", "dropout", "elu", "embedding_lookup", "embedding_lookup_sparse",
+        "avg_pool", "avg_pool2d", "batch_normalization", "bias_add", "bidirectional_dynamic_rnn",
+        "compute_accidental_hits", "conv2d", "conv2d_backprop_filter", "conv2d_backprop_input",
+        "conv2d_transpose", "dropout", "dynamic_rnn", "elu", "embedding_lookup",
+        "embedding_lookup_sparse",
         "fixed_unigram_candidate_sampler", "fused_batch_norm", "in_top_k", "l2_loss",
         "l2_normalize", "leaky_relu", "local_response_normalization", "log_softmax",
         "log_uniform_candidate_sampler", "lrn", "max_pool", "max_pool2d", "moments", "nce_loss",
         "relu", "relu6", "sampled_softmax_loss", "selu", "sigmoid",
         "sigmoid_cross_entropy_with_logits", "softmax", "softmax_cross_entropy_with_logits",
         "softmax_cross_entropy_with_logits_v2", "softplus", "softsign",
-        "sparse_softmax_cross_entropy_with_logits", "tanh", "top_k",
+        "sparse_softmax_cross_entropy_with_logits", "static_bidirectional_rnn", "static_rnn",
+        "tanh", "top_k",
         "uniform_candidate_sampler", "weighted_cross_entropy_with_logits", "xw_plus_b",
     ],
     "zps.train": [
@@ -142,6 +146,15 @@ EXPECTED = {
     "zps.contrib.training": [
         "GreedyLoadBalancingStrategy", "RandomStrategy", "byte_size_load_fn",
     ],
+    "zps.contrib.rnn": [
+        "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell", "LSTMCell",
+        "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper", "static_bidirectional_rnn",
+        "static_rnn",
+    ],
+    "zps.nn.rnn_cell": [
+        "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell", "LSTMCell",
+        "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper",
+    ],
     "zps.contrib.embedding": [
         "HASH_EMBEDDINGS", "HashEmbedding", "HashEmbeddingShard", "IndexedSlices",
         "SAVEABLE_OBJECTS", "TRAINABLE_TABLES", "TensorShape", "convert_to_tensor",
@@ -161,6 +174,29 @@ EXPECTED = {
         "Dataset", "Iterator", "TFRecordDataset", "TextLineDataset", "get_output_classes",
         "get_output_shapes", "get_output_types", "make_initializable_iterator",
         "make_one_shot_iterator",
+    ],
+    "zps.feature_column": [
+        "bucketized_column", "categorical_column_with_hash_bucket",
+        "categorical_column_with_identity", "categorical_column_with_vocabulary_file",
+        "categorical_column_with_vocabulary_list", "crossed_column", "embedding_column",
+        "indicator_column", "input_layer", "linear_model", "numeric_column",
+        "shared_embedding_columns", "weighted_categorical_column",
+    ],
+    "zps.contrib.layers": [
+        "OPTIMIZER_CLS_NAMES", "OPTIMIZER_SUMMARIES", "apply_regularization", "avg_pool2d",
+        "batch_norm", "conv2d", "convolution2d", "dropout", "embed_sequence", "flatten",
+        "fully_connected", "l1_l2_regularizer", "l1_regularizer", "l2_regularizer", "max_pool2d",
+        "one_hot_encoding", "optimize_loss", "repeat", "stack", "sum_regularizer",
+        "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
+    ],
+    "zps.image": [
+        "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop",
+        "convert_image_dtype", "crop_to_bounding_box", "flip_left_right", "flip_up_down",
+        "grayscale_to_rgb", "pad_to_bounding_box", "per_image_standardization",
+        "random_brightness", "random_contrast", "random_crop", "random_flip_left_right",
+        "random_flip_up_down", "resize_bilinear", "resize_image_with_crop_or_pad",
+        "resize_images", "resize_nearest_neighbor", "rgb_to_grayscale", "rot90",
+        "transpose_image",
     ],
     "zps.layers": ["BatchNormalization", "average_pooling2d", "batch_normalization", "conv2d",
                    "dense", "dropout", "flatten", "max_pooling2d"],

@@ -44,7 +44,9 @@ from zps.ops.gradients_impl import gradients
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import app, contrib, data, distribute, gfile, layers, losses, metrics, nn, python_io, summary, train
+from zps import (app, contrib, data, distribute, feature_column, gfile, image, layers, losses,
+                 metrics, nn, python_io, summary, train)
+from zps.ops.image_ops import random_crop
 from zps.runtime import allocator as _allocator
 
 

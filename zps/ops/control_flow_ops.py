@@ -604,8 +604,8 @@ def _while_kernel(ctx, *inputs, n_vars, has_max, Tout, output_shapes, Tin, cond,
     return _single(values)
 
 
-def _while_grad_kernel(ctx, *inputs, n_vars, Tout, output_shapes, Tin, grad_body,  # noqa: N803
-                       stash_of, built_as, op_name):
+def _while_grad_kernel(ctx, *inputs, n_vars, sparse, Tout, output_shapes, Tin,  # noqa: N803
+                       grad_body, stash_of, built_as, op_name):
     record = _kept_by_forward(ctx, op_name, built_as, stash_of)
     grads = list(inputs[:n_vars])
     n_caps = len(Tout) - n_vars
@@ -617,8 +617,13 @@ def _while_grad_kernel(ctx, *inputs, n_vars, Tout, output_shapes, Tin, grad_body
             raise ctx.cancelled
         with _StashScope(ctx, scope):
             out, _ = _call(ctx, grad_body, Tin, grads, reads, kept)
-        grads = out[:n_vars]
-        totals = [t + g for t, g in zip(totals, out[n_vars:])]
+        grads, parts = out[:n_vars], iter(out[n_vars:])
+        for total, is_sparse in zip(totals, sparse):
+            if is_sparse:   # rows of the tensor (a gather of x[t]): added in place, O(rows)
+                values, indices = next(parts), next(parts)
+                ctx.xp.add.at(total, indices, values)
+            else:
+                total += next(parts)
     return _single(grads + totals)
 
 
@@ -639,15 +644,26 @@ def _while_grad(op, *out_grads):
         incoming = [array_ops.placeholder(op._outputs[i].dtype, body.args[i].get_shape(),
                                           name="grad_arg") for i in varying]
 
+    sparse = []   # per captured tensor: its gradient comes as rows (IndexedSlices)
+
     def grads_of():
         xs = [body.args[i] for i in varying] + captured
         gs = gradients_impl.gradients([body.outputs[i] for i in varying], xs, grad_ys=incoming)
-        return [array_ops.zeros_like(x) if g is None else array_ops.densify(g)
-                for x, g in zip(xs, gs)]
+        out = [array_ops.zeros_like(x) if g is None else array_ops.densify(g)
+               for x, g in zip(xs[:len(varying)], gs)]
+        # An iteration reading x[t] of a captured x has a gradient of a few rows: kept as rows
+        # (values, indices) and added in place, or a loop over T steps would cost T^2.
+        for x, g in zip(captured, gs[len(varying):]):
+            sparse.append(isinstance(g, IndexedSlices))
+            if sparse[-1]:
+                out += [g.values, g.indices]
+            else:
+                out.append(array_ops.zeros_like(x) if g is None else g)
+        return out
     ops, outputs, _ = _build_branch(graph, grads_of, "gradient")
     first = [array_ops.zeros_like(op._outputs[i]) if out_grads[i] is None else out_grads[i]
              for i in varying] + captured
-    attrs = {"n_vars": len(varying),
+    attrs = {"n_vars": len(varying), "sparse": sparse,
              "Tout": [t.dtype.base_dtype for t in first],
              "output_shapes": [op._inputs[i].get_shape() for i in varying]
              + [t.get_shape() for t in captured]}

@@ -52,6 +52,7 @@ CPU_ONLY = frozenset([
     "LogUniformCandidateSampler", "UniformCandidateSampler", "FixedUnigramCandidateSampler",
     "ComputeAccidentalHits",
     "StringSplit", "StringToNumber", "AsString", "Substr", "ReduceJoin", "StringJoin", "DecodeCSV",
+    "StringToHashBucketFast", "StringToHashBucketStrong", "VocabularyLookup", "SparseCross",
     "TextLineReaderV2", "WholeFileReaderV2", "ReaderReadV2", "ReaderReadUpToV2",
     "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",
@@ -85,6 +86,7 @@ HOST_INPUTS = {
     "Conv2DBackpropInput": (0,), "Conv2DBackpropFilter": (1,),
     "SparseSoftmaxCrossEntropyWithLogits": (1,), "HistogramFixedWidth": (2,),
     "TopKV2": (1,), "InTopKV2": (2,),
+    "ResizeBilinear": (1,), "ResizeNearestNeighbor": (1,), "ResizeNearestNeighborGrad": (1,),
 }
 
 _STRINGS = (_dtypes.string,)

@@ -26,7 +26,18 @@ _ONES = init_ops.ones_initializer()
 
 
 def _variables(name, default, reuse):
+    if isinstance(name, variable_scope.VariableScope):   # a scope given by contrib.layers
+        return _reentered(name, reuse)
     return variable_scope.variable_scope(name, default_name=default, reuse=reuse)
+
+
+@contextlib.contextmanager
+def _reentered(scope, reuse):
+    """Back in the captured variable ``scope`` and its first name scope (not a new ``scope_1/``),
+    as TF1's Layer when called again or built in a scope it was given (``_scope``)."""
+    with variable_scope.variable_scope(scope, reuse=reuse, auxiliary_name_scope=False) as entered, \
+            get_default_graph().name_scope(scope.original_name_scope):
+        yield entered
 
 
 def _weights(name, shape, dtype, initializer, regularizer, trainable, constraint=None):
@@ -311,9 +322,7 @@ class BatchNormalization:
                 self.name = scope.name.split("/")[-1]
                 yield
             return
-        # Later calls share the variables and re-enter the first call's name scope (TF1's Layer).
-        with variable_scope.variable_scope(self._scope, reuse=True, auxiliary_name_scope=False), \
-                get_default_graph().name_scope(self._scope.original_name_scope):
+        with _reentered(self._scope, True):   # later calls share the variables
             yield
 
     def _build(self, param_shape, param_dtype):

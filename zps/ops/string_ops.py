@@ -23,6 +23,7 @@ from zps.framework import errors
 from zps.framework.graph import convert_to_tensor
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
+from zps.ops.fingerprint import fingerprint64, siphash
 from zps.ops.op_util import broadcast_static, const_axis, make_op, normalize_axis, same_shape
 from zps.ops.sparse_ops import SparseTensor
 
@@ -468,5 +469,63 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
                    select_cols=select_cols)
 
 
+# -- StringToHashBucketFast / StringToHashBucketStrong -------------------------------------------
+def _hash_buckets(strings, num_buckets, hash_fn):
+    out = np.fromiter((hash_fn(s) % num_buckets for s in strings.ravel()), dtype=np.int64,
+                      count=strings.size)
+    return out.reshape(strings.shape)
+
+
+def _hash_bucket_fast_kernel(ctx, strings, num_buckets):
+    return _hash_buckets(strings, num_buckets, fingerprint64)
+
+
+def _hash_bucket_strong_kernel(ctx, strings, num_buckets, key):
+    return _hash_buckets(strings, num_buckets, lambda s: siphash(key, s))
+
+
+register_op("StringToHashBucketFast", dtype=lambda op: _dtypes.int64, shape=same_shape,
+            kernel=_hash_bucket_fast_kernel, grad=None)
+register_op("StringToHashBucketStrong", dtype=lambda op: _dtypes.int64, shape=same_shape,
+            kernel=_hash_bucket_strong_kernel, grad=None)
+
+
+def _hash_bucket_op(op_type, what, strings, num_buckets, name, **attrs):
+    if int(num_buckets) < 1:
+        raise ValueError("%s: num_buckets must be >= 1, got %s" % (what, num_buckets))
+    return make_op(op_type, [_string_tensor(strings, "input")], name=name or op_type,
+                   num_buckets=int(num_buckets), **attrs)
+
+
+def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002 - TF1's name
+    """Each string's bucket in ``[0, num_buckets)``: FarmHash ``Fingerprint64(s) % num_buckets``,
+    bit for bit TF's (the buckets of hashed feature columns).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.string_to_hash_bucket_fast(["a", "b", "a"], 10)).tolist())
+    [9, 2, 9]
+    """
+    return _hash_bucket_op("StringToHashBucketFast", "string_to_hash_bucket_fast", input,
+                           num_buckets, name)
+
+
+def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002 - TF1's name
+    """Each string's bucket in ``[0, num_buckets)`` by SipHash-2-4 under the secret ``key`` (two
+    ints), bit for bit TF's: buckets an adversary cannot aim at without the key.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.string_to_hash_bucket_strong(["a", "b"], 10, [1, 2])).tolist())
+    [6, 4]
+    """
+    key = tuple(int(k) & 0xFFFFFFFFFFFFFFFF for k in key)
+    if len(key) != 2:
+        raise ValueError("string_to_hash_bucket_strong: key must be two ints, got %d" % len(key))
+    return _hash_bucket_op("StringToHashBucketStrong", "string_to_hash_bucket_strong", input,
+                           num_buckets, name, key=key)
+
+
 __all__ = ["as_string", "decode_csv", "reduce_join", "string_join", "string_split",
-           "string_to_number", "substr"]
+           "string_to_hash_bucket_fast", "string_to_hash_bucket_strong", "string_to_number",
+           "substr"]
