@@ -276,3 +276,75 @@ def test_batch_norm_errors():
             tf.layers.batch_normalization(x, training=tf.placeholder(tf.float32, []))
         with pytest.raises(NotImplementedError, match="renorm"):
             tf.layers.batch_normalization(x, renorm=True)
+
+
+# -- conv1d, conv3d, conv2d_transpose, separable_conv2d, 1-D and 3-D pooling ---------------------
+# tests/fixtures/tf_conv/expected.npz: what TensorFlow 2.21's tf.compat.v1.layers computed for
+# layer_programs() of tests/fixtures/tf_conv/make.py, and the variables it created.
+def _tf_conv_fixture():
+    path = FIXTURES / "tf_conv" / "make.py"
+    spec = importlib.util.spec_from_file_location("make_tf_conv", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, np.load(path.parent / "expected.npz")
+
+
+def test_convolution_and_pooling_layers_compute_what_tensorflow_computes():
+    make, expected = _tf_conv_fixture()
+    with tf.Graph().as_default():
+        outputs = make.layer_programs(tf)
+        names = ["%s %s" % (v.op.name, v.get_shape().as_list()) for v in tf.global_variables()]
+        assert names == expected["layers/variables"].tolist()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            values = sess.run(outputs)
+    for i, (out, got) in enumerate(zip(outputs, values)):
+        want = expected["layers/%d" % i]
+        assert out.get_shape().as_list() == list(want.shape), i
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg="output %d" % i)
+
+
+def test_conv_layers_with_unknown_sizes_and_bad_arguments():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, None, 5, 3])
+        y = tf.layers.conv2d_transpose(x, 2, 3, strides=2)
+        assert y.get_shape().as_list() == [None, None, 11, 2]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(y, {x: np.ones((2, 4, 5, 3))}).shape == (2, 9, 11, 2)
+        with pytest.raises(ValueError, match="layer conv1d .* expected ndim=3, found ndim=4"):
+            tf.layers.conv1d(x, 2, 3)
+        with pytest.raises(ValueError, match="`kernel_size` argument must be a tuple of 3"):
+            tf.layers.conv3d(tf.zeros([1, 4, 4, 4, 1]), 2, (3, 3))
+        with pytest.raises(ValueError, match="only data_format='channels_last'"):
+            tf.layers.max_pooling3d(tf.zeros([1, 4, 4, 4, 1]), 2, 2,
+                                    data_format="channels_first")
+
+
+def test_conv_layer_objects_share_their_variables_across_calls():
+    x = np.random.default_rng(5).standard_normal((2, 4, 4, 3)).astype(np.float32)
+    with tf.Graph().as_default():
+        layer = tf.layers.Conv2DTranspose(2, 3, strides=2, padding="same",
+                                          bias_initializer=tf.constant_initializer(0.5))
+        first = layer(x)
+        with tf.name_scope("again"):
+            second = layer.apply(x)
+        separable = tf.layers.SeparableConv2D(4, 3, depth_multiplier=2, name="sep")
+        separable(x)
+        tf.layers.Conv1D(2, 3)(x[:, 0])
+        tf.layers.Conv3D(2, 1)(x[:, None])
+        tf.layers.Conv2D(2, 1)(x)
+        assert [v.op.name for v in layer.variables] == ["conv2d_transpose/kernel",
+                                                        "conv2d_transpose/bias"]
+        assert layer.trainable_variables == layer.variables and layer.name == "conv2d_transpose"
+        assert [v.op.name for v in separable.variables] == [
+            "sep/depthwise_kernel", "sep/pointwise_kernel", "sep/bias"]
+        assert sorted(v.op.name for v in tf.trainable_variables())[:6] == [
+            "conv1d/bias", "conv1d/kernel", "conv2d/bias", "conv2d/kernel",
+            "conv2d_transpose/bias", "conv2d_transpose/kernel"]
+        assert len(tf.trainable_variables()) == 11
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            a, b = sess.run([first, second])
+    assert a.shape == (2, 8, 8, 2)
+    np.testing.assert_array_equal(a, b)

@@ -34,6 +34,7 @@ from zps.ops.data_flow_ops import *  # noqa: F403
 from zps.ops.partitioned_variables import *  # noqa: F403
 from zps.ops.partition_ops import *  # noqa: F403
 from zps.ops.sparse_ops import *  # noqa: F403
+from zps.ops.linalg_ops import *  # noqa: F403
 from zps.ops.string_ops import *  # noqa: F403
 from zps.ops.reader_ops import *  # noqa: F403
 from zps.ops.script_ops import *  # noqa: F403
@@ -44,8 +45,8 @@ from zps.ops.gradients_impl import gradients
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import (app, contrib, data, distribute, feature_column, gfile, image, layers, losses,
-                 metrics, nn, python_io, summary, train)
+from zps import (app, contrib, data, distribute, estimator, feature_column, gfile, image, layers,
+                 linalg, losses, metrics, nn, python_io, sparse, summary, train)
 from zps.ops.image_ops import random_crop
 from zps.runtime import allocator as _allocator
 

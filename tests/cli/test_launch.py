@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+import zps as tf
 from tests.cli import alive, cli, kill_pids, run, running, wait_for_files
 from zps.cli import common
 from zps.cli import main as zps_main
@@ -136,6 +137,59 @@ def test_zps_command_dispatches(capsys):
     assert info.value.code == 0
     assert "usage: zps launch" in capsys.readouterr().out
     assert zps_main.main(["ps", "--ps_hosts", "bad"]) == 2
+
+
+def test_chief_makes_the_first_trainer_tf_configs_chief():
+    launcher = Launcher("train.py", num_ps=1, num_workers=3, chief=True)
+    assert [len(launcher.cluster[j]) for j in ("ps", "chief", "worker")] == [1, 1, 2]
+    assert [t.name for t in launcher.workers] == ["chief:0", "worker:0", "worker:1"]
+    env = common.task_env(launcher.cluster, "chief", 0, base={})
+    assert json.loads(env["TF_CONFIG"])["task"] == {"type": "chief", "index": 0}
+    alone = Launcher("train.py", num_ps=1, num_workers=1, chief=True)
+    assert "worker" not in alone.cluster and len(alone.cluster["chief"]) == 1
+    assert alone.assign_gpus(1, ["7"]) == {"chief:0": "7"}
+
+
+# An Estimator program, as tf.estimator users write it: TF_CONFIG says what each task does.
+ESTIMATOR_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import zps as tf
+
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [2, 1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(features["x"], w) - labels))
+        step = tf.train.get_or_create_global_step()
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    def input_fn():
+        x = np.random.RandomState(0).randn(64, 2).astype(np.float32)
+        y = x @ np.array([[2.0], [-1.0]], np.float32)
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat().batch(16)
+
+    config = tf.estimator.RunConfig(model_dir=sys.argv[-1], save_checkpoints_steps=10,
+                                    experimental_max_worker_delay_secs=0)
+    est = tf.estimator.Estimator(model_fn, config=config)
+    tf.estimator.train_and_evaluate(est, tf.estimator.TrainSpec(input_fn, max_steps=30),
+                                    tf.estimator.EvalSpec(input_fn, steps=1))
+    print("done", config.task_type, config.task_id, config.is_chief)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_launch_chief_runs_an_estimator_cluster(tmp_path):
+    script = tmp_path / "estimator_program.py"
+    script.write_text(ESTIMATOR_SCRIPT)
+    model_dir = tmp_path / "model"
+    code, out, err = run(cli("launch", "--ps", 1, "--workers", 2, "--chief", script, model_dir),
+                         timeout=100)
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert "[chief:0] done chief 0 True" in lines and "[worker:0] done worker 0 False" in lines
+    reader = tf.train.NewCheckpointReader(tf.train.latest_checkpoint(str(model_dir)))
+    assert reader.get_tensor("global_step") >= 30
 
 
 # -- whole clusters -------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ def script(tmp_path):
 
 def test_each_worker_gets_its_own_slice(script):
     launcher = Launcher(script, num_ps=1, num_workers=2)
-    assert launcher.assign_gpus(2, ["0", "1", "2", "3", "4"]) == {0: "0,1", 1: "2,3"}
+    assert launcher.assign_gpus(2, ["0", "1", "2", "3", "4"]) == {"worker:0": "0,1", "worker:1": "2,3"}
     assert launcher.gpu_env(launcher.workers[1]) == {"CUDA_VISIBLE_DEVICES": "2,3"}
     assert launcher.gpu_env(launcher.ps[0]) == {"CUDA_VISIBLE_DEVICES": ""}   # ps: CPU only
     assert Launcher(script, num_workers=2).assign_gpus(0) == {}   # off: environment untouched
@@ -32,13 +32,13 @@ def test_each_worker_gets_its_own_slice(script):
 
 def test_default_gpus_come_from_cuda_visible_devices(script, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
-    assert Launcher(script, num_workers=2).assign_gpus(1) == {0: "4", 1: "6"}
+    assert Launcher(script, num_workers=2).assign_gpus(1) == {"worker:0": "4", "worker:1": "6"}
 
 
 def test_default_gpus_are_the_ones_cupy_sees(script, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     with fake_cupy.installed(num_gpus=2):
-        assert Launcher(script, num_workers=2).assign_gpus(1) == {0: "0", 1: "1"}
+        assert Launcher(script, num_workers=2).assign_gpus(1) == {"worker:0": "0", "worker:1": "1"}
 
 
 def test_not_enough_gpus_is_a_clear_error(script, monkeypatch):

@@ -1,4 +1,8 @@
-"""Convolution and pooling: values against loop-based numpy references, gradients, shapes, errors."""
+"""Convolution and pooling: values against loop-based numpy references and TensorFlow's,
+gradients, shapes, errors."""
+
+import importlib.util
+import pathlib
 
 import numpy as np
 import pytest
@@ -247,6 +251,49 @@ GRAD_CASES = [
     GradCase("AvgPool", lambda x: _ap(x, "VALID"), [_r(1, 6, 5, 2)], name="AvgPool_valid"),
     GradCase("AvgPoolGrad", lambda x, g: tf.gradients(_ap(x), [x], grad_ys=[g])[0],
              [_r(1, 5, 4, 2), _r(1, 3, 2, 2)], wrt=[1]),
+    GradCase("Conv3D", lambda x, w: tf.nn.conv3d(x, w, [1, 2, 1, 2, 1], "SAME"),
+             [_r(1, 3, 2, 3, 2), _r(2, 2, 2, 2, 2)]),
+    GradCase("Conv3D", lambda x, w: tf.nn.conv3d(x, w, 1, "VALID", data_format="NCDHW"),
+             [_r(1, 2, 3, 2, 3), _r(2, 1, 2, 2, 1)], name="Conv3D_ncdhw"),
+    GradCase("Conv3DBackpropInputV2",
+             lambda w, dy: tf.nn.conv3d_transpose(dy, w, [1, 3, 3, 2, 2], [1, 2, 2, 1, 1]),
+             [_r(2, 2, 2, 2, 2), _r(1, 2, 2, 2, 2)]),
+    GradCase("Conv3DBackpropFilterV2",
+             lambda x, dy: tf.nn.conv3d_backprop_filter_v2(x, [2, 2, 1, 2, 2], dy,
+                                                           [1, 2, 2, 1, 1], "SAME"),
+             [_r(1, 3, 3, 2, 2), _r(1, 2, 2, 2, 2)]),
+    GradCase("DepthwiseConv2dNative",
+             lambda x, w: tf.nn.depthwise_conv2d(x, w, [1, 2, 2, 1], "SAME"),
+             [_r(1, 4, 5, 2), _r(3, 2, 2, 2)], name="DepthwiseConv2dNative_same"),
+    GradCase("DepthwiseConv2dNative",
+             lambda x, w: tf.nn.depthwise_conv2d_native(x, w, 1, "VALID", data_format="NCHW",
+                                                        dilations=[1, 1, 2, 1]),
+             [_r(1, 2, 4, 4), _r(2, 2, 2, 1)], name="DepthwiseConv2dNative_nchw_dilated"),
+    GradCase("DepthwiseConv2dNativeBackpropInput",
+             lambda w, dy: tf.nn.depthwise_conv2d_native_backprop_input(
+                 [1, 4, 4, 2], w, dy, [1, 2, 2, 1], "SAME"),
+             [_r(3, 3, 2, 2), _r(1, 2, 2, 4)]),
+    GradCase("DepthwiseConv2dNativeBackpropFilter",
+             lambda x, dy: tf.nn.depthwise_conv2d_native_backprop_filter(
+                 x, [3, 3, 2, 2], dy, [1, 2, 2, 1], "SAME"),
+             [_r(1, 4, 4, 2), _r(1, 2, 2, 4)]),
+    GradCase("MaxPool3D", lambda x: tf.nn.max_pool3d(x, 2, [1, 1, 2, 2, 1], "SAME"),
+             [_distinct(1, 2, 3, 3, 2)]),
+    GradCase("MaxPool3DGrad",
+             lambda x, g: tf.gradients(tf.nn.max_pool3d(x, 2, 2, "SAME"), [x], grad_ys=[g])[0],
+             [_distinct(1, 3, 3, 2, 1), _r(1, 2, 2, 1, 1)]),
+    GradCase("MaxPool3DGradGrad",
+             lambda x, g: tf.gradients(tf.reduce_sum(tf.square(tf.gradients(
+                 tf.nn.max_pool3d(x, 2, 2, "SAME"), [x], grad_ys=[g])[0])), [g])[0],
+             [_distinct(1, 3, 3, 2, 1), _r(1, 2, 2, 1, 1)]),
+    GradCase("AvgPool3D", lambda x: tf.nn.avg_pool3d(x, [1, 2, 3, 2, 1], 2, "SAME"),
+             [_r(1, 3, 4, 3, 2)]),
+    # input values 0.1 apart and filter values 0.01 apart (8 of them): no two sums tie
+    GradCase("Dilation2D", lambda x, f: tf.nn.dilation2d(x, f, [1, 2, 1, 1], [1, 1, 2, 1], "SAME"),
+             [_distinct(1, 4, 5, 2), R.permutation(8).reshape(2, 2, 2) * 0.01]),
+    GradCase("AvgPool3DGrad",
+             lambda x, g: tf.gradients(tf.nn.avg_pool3d(x, 2, 2, "SAME"), [x], grad_ys=[g])[0],
+             [_r(1, 3, 3, 2, 1), _r(1, 2, 2, 1, 1)], wrt=[1]),
 ]
 
 
@@ -377,3 +424,98 @@ def test_dtype_mismatch_and_filter_arguments():
         y = tf.nn.conv2d(tf.zeros([1, 4, 4, 1]), filters=tf.zeros([2, 2, 1, 1]), strides=1,
                          padding="SAME")
         assert y.get_shape().as_list() == [1, 4, 4, 1]
+
+
+# -- 1-D, 3-D, depthwise, separable and atrous convolutions, 1-D and 3-D pooling ----------------
+# tests/fixtures/tf_conv/expected.npz: what TensorFlow 2.21 computed for nn_programs() of
+# tests/fixtures/tf_conv/make.py (outputs and the gradients of a weighted sum of each).
+def _tf_conv_fixture():
+    path = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tf_conv" / "make.py"
+    spec = importlib.util.spec_from_file_location("make_tf_conv", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, np.load(path.parent / "expected.npz")
+
+
+TF_CONV, TF_CONV_VALUES = _tf_conv_fixture()
+with tf.Graph().as_default():
+    _NN_PROGRAMS = sorted(TF_CONV.nn_programs(tf))
+
+
+@pytest.mark.parametrize("name", _NN_PROGRAMS)
+def test_convolutions_and_pooling_match_tensorflow(name):
+    with tf.Graph().as_default():
+        y, inputs = TF_CONV.nn_programs(tf)[name]
+        direction = tf.constant(TF_CONV._r(99, *y.get_shape().as_list()))
+        values = _run([y] + tf.gradients(tf.reduce_sum(y * direction), inputs))
+    for i, got in enumerate(values):
+        expected = TF_CONV_VALUES["nn/%s/%d" % (name, i)]
+        assert got.shape == expected.shape, (name, i)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg="%s %d" % (name, i))
+
+
+def test_channels_first_3d_and_1d_match_channels_last():
+    x, w = _r(1, 4, 5, 3, 2), _r(2, 2, 3, 2, 3)
+    to_first = (0, 4, 1, 2, 3)
+    with tf.Graph().as_default():
+        last = [tf.nn.conv3d(x, w, [1, 2, 1, 2, 1], "SAME"),
+                tf.nn.max_pool3d(x, 2, [1, 1, 2, 1, 1], "SAME"),
+                tf.nn.avg_pool3d(x, 3, 1, "SAME"),
+                tf.nn.conv1d(x[0, 0], w[0, 0], 1, "SAME")]
+        first = [tf.nn.conv3d(x.transpose(to_first), w, [1, 1, 2, 1, 2], "SAME",
+                              data_format="NCDHW"),
+                 tf.nn.max_pool3d(x.transpose(to_first), 2, [1, 1, 1, 2, 1], "SAME",
+                                  data_format="NCDHW"),
+                 tf.nn.avg_pool3d(x.transpose(to_first), 3, 1, "SAME", data_format="NCDHW"),
+                 tf.nn.conv1d(x[0, 0].transpose(0, 2, 1), w[0, 0], 1, "SAME", data_format="NCW")]
+        assert first[0].get_shape().as_list() == [1, 3, 2, 5, 2]
+        last_v, first_v = _run([last, first])
+    for a, b in zip(last_v[:3], first_v[:3]):
+        np.testing.assert_allclose(b, a.transpose(to_first), atol=1e-12)
+    np.testing.assert_allclose(first_v[3], last_v[3].transpose(0, 2, 1), atol=1e-12)
+
+
+def test_depthwise_output_channel_order_and_shapes():
+    # Output channel c * multiplier + m is input channel c filtered by filter m.
+    x = _r(1, 4, 4, 2)
+    w = _r(3, 3, 2, 3)
+    with tf.Graph().as_default():
+        y = tf.nn.depthwise_conv2d_native(x, w, [1, 1, 1, 1], "SAME")
+        assert y.get_shape().as_list() == [1, 4, 4, 6]
+        nchw = tf.nn.depthwise_conv2d_native(x.transpose(0, 3, 1, 2), w, [1, 1, 1, 1], "SAME",
+                                             data_format="NCHW")
+        out, out_nchw = _run([y, nchw])
+    for c in range(2):
+        for m in range(3):
+            ref = _ref_conv2d(x[..., c:c + 1], w[:, :, c:c + 1, m:m + 1], (1, 1), "SAME")
+            np.testing.assert_allclose(out[..., c * 3 + m], ref[..., 0], atol=1e-12)
+    np.testing.assert_allclose(out_nchw, out.transpose(0, 3, 1, 2), atol=1e-12)
+
+
+def test_new_convolution_errors():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="data_format must be 'NDHWC' or 'NCDHW', got 'NHWC'"):
+            tf.nn.conv3d(tf.zeros([1, 4, 4, 4, 1]), tf.zeros([2, 2, 2, 1, 1]), 1, "SAME",
+                         data_format="NHWC")
+        with pytest.raises(ValueError, match=r"rank 5 but is rank 4 for Conv3D .*filter"):
+            tf.nn.conv3d(tf.zeros([1, 4, 4, 4, 1]), tf.zeros([2, 2, 1, 1]), 1, "SAME")
+        with pytest.raises(ValueError, match=r"Depth of input \(3\) must match the filter's "
+                                             r"in_channels \(2\) for DepthwiseConv2dNative.*"
+                                             r"channel_multiplier"):
+            tf.nn.depthwise_conv2d(tf.zeros([1, 4, 4, 3]), tf.zeros([2, 2, 2, 1]), [1, 1, 1, 1],
+                                   "SAME")
+        with pytest.raises(ValueError, match="strides > 1 not supported in conjunction with rate"):
+            tf.nn.depthwise_conv2d(tf.zeros([1, 4, 4, 3]), tf.zeros([2, 2, 3, 1]), [1, 2, 2, 1],
+                                   "SAME", rate=2)
+        with pytest.raises(ValueError, match="pointwise_filter must be .1, 1,"):
+            tf.nn.separable_conv2d(tf.zeros([1, 4, 4, 3]), tf.zeros([2, 2, 3, 1]),
+                                   tf.zeros([2, 2, 3, 4]), [1, 1, 1, 1], "SAME")
+        with pytest.raises(ValueError, match='data_format must be "NWC" or "NCW"'):
+            tf.nn.conv1d(tf.zeros([1, 4, 3]), tf.zeros([2, 3, 1]), 1, "SAME", data_format="NHC")
+        with pytest.raises(ValueError, match="atrous_conv2d: rate must be a positive int"):
+            tf.nn.atrous_conv2d(tf.zeros([1, 4, 4, 3]), tf.zeros([2, 2, 3, 1]), 0, "SAME")
+        with pytest.raises(ValueError, match="strides must be an int or a list of 1, 3 or 5 ints"):
+            tf.nn.max_pool3d(tf.zeros([1, 4, 4, 4, 1]), 2, [2, 2], "SAME")
+        with pytest.raises(ValueError, match="must describe a rank-5 shape"):
+            tf.nn.conv3d_transpose(tf.zeros([1, 2, 2, 2, 1]), tf.zeros([2, 2, 2, 1, 1]),
+                                   [1, 4, 4, 1], 2)

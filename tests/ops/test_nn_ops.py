@@ -808,3 +808,62 @@ def test_lrn_matches_tensorflow():
     np.testing.assert_allclose(g.ravel(), [
         0.01038856, 0.2565885, 0.6353033, 1.2149858, 1.2308753, 1.5288775, 2.783637,
         4.0882325, 4.081353, 5.963941, 5.927642, 5.6466627, 6.6081314, 6.436382], rtol=1e-5)
+
+
+# -- crelu, swish, relu_layer, sufficient statistics and weighted moments ---------------------
+# TensorFlow 2.21's tf.compat.v1.nn printed these for the inputs below.
+_X = np.array([[1.5, -2.0, 0.25], [-0.5, 3.0, -1.25]], np.float32)
+
+
+def test_activation_extras_match_tensorflow():
+    with tf.Graph().as_default():
+        x = tf.constant(_X)
+        sw = tf.nn.swish(x)
+        crelu = tf.nn.crelu(x)
+        layer = tf.nn.relu_layer(x, [[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]], [0.1, -0.2])
+        assert [crelu.op.name, layer.op.name] == ["CRelu/Relu", "relu_layer"]
+        out = tf.Session().run([crelu, tf.nn.crelu(x, axis=0), sw, tf.gradients(sw, x)[0],
+                                layer])
+    np.testing.assert_array_equal(out[0], [[1.5, 0, 0.25, 0, 2, 0], [0, 3, 0, 0.5, 0, 1.25]])
+    np.testing.assert_array_equal(out[1], [[1.5, 0, 0.25], [0, 3, 0], [0, 2, 0], [0.5, 0, 1.25]])
+    np.testing.assert_allclose(out[2], [[1.2263618, -0.23840584, 0.14054413],
+                                        [-0.18877034, 2.8577223, -0.27837518]], rtol=1e-6)
+    np.testing.assert_allclose(out[3], [[1.0412941, -0.09078425, 0.62371004],
+                                        [0.26003882, 1.0881041, 0.00631915]], atol=1e-6)
+    np.testing.assert_allclose(out[4], [[0, 0], [6.7875, 0]], rtol=1e-6)
+
+
+def test_sufficient_statistics_and_normalize_moments_match_tensorflow():
+    with tf.Graph().as_default():
+        x = tf.constant(_X)
+        unknown = tf.placeholder(tf.float32, [None, 3])
+        counts, _, _, shift = tf.nn.sufficient_statistics(x, [0, 1])
+        assert counts.op.type == "Const" and shift is None
+        out = tf.Session().run(
+            [tf.nn.sufficient_statistics(x, [0, 1])[:3],
+             tf.nn.sufficient_statistics(x, [1], shift=0.5, keep_dims=True)[:3],
+             tf.nn.sufficient_statistics(unknown, [0])[:3],
+             tf.nn.normalize_moments(*tf.nn.sufficient_statistics(x, [0])[:3], None),
+             tf.nn.normalize_moments(*tf.nn.sufficient_statistics(x, [1], shift=0.5))],
+            {unknown: _X})
+    expected = [(6.0, 1.0, 17.125),
+                (3.0, [[-1.75], [-0.25]], [[7.3125], [10.3125]]),
+                (2.0, [1.0, 1.0, -1.0], [2.5, 13.0, 1.625]),
+                ([0.5, 0.5, -0.5], [1.0, 6.25, 0.5625]),
+                ([-0.08333337, 0.41666666], [2.097222, 3.4305556])]
+    for got, want in zip(out, expected):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+            assert np.shape(g) == np.shape(w)
+
+
+def test_weighted_moments_match_tensorflow():
+    with tf.Graph().as_default():
+        x = tf.constant(_X)
+        out = tf.Session().run([tf.nn.weighted_moments(x, [1], [[1.0, 2.0, 0.5]]),
+                                tf.nn.weighted_moments(x, [0, 1], [[1.0], [3.0]], keep_dims=True),
+                                tf.nn.weighted_moments(tf.cast(x, tf.float16), 0, [[1.0], [3.0]])])
+    np.testing.assert_allclose(out[0][0], [-0.6785714, 1.3928572], rtol=1e-6)
+    np.testing.assert_allclose(out[0][1], [2.4770408, 3.4974487], rtol=1e-6)
+    np.testing.assert_allclose(out[1], [[[0.29166666]], [[3.144097]]], rtol=1e-6)
+    assert out[2][0].dtype == np.float16

@@ -1,4 +1,5 @@
-"""SparseTensor, sparse segment reductions, unique, dynamic_partition and dynamic_stitch."""
+"""SparseTensor and the sparse ops, sparse segment reductions, unique, dynamic_partition and
+dynamic_stitch. Expected values of the sparse ops were computed with TensorFlow (tf.compat.v1)."""
 
 import numpy as np
 import pytest
@@ -30,7 +31,43 @@ GRAD_CASES = [
              lambda v, dv: sparse_ops.sparse_tensor_to_dense(
                  sparse_ops.SparseTensor([[0, 1], [2, 0], [2, 2]], v, [3, 3]), dv),
              [R.standard_normal(3), np.array(0.5)]),
+    GradCase("SparseTensorDenseMatMul",
+             lambda v, b: tf.sparse_tensor_dense_matmul(_sp(v), b),
+             [R.standard_normal(4), R.standard_normal((3, 2))]),
+    GradCase("SparseTensorDenseMatMul",
+             lambda v, b: tf.sparse_tensor_dense_matmul(_sp(v, [3, 4]), b, adjoint_a=True,
+                                                        adjoint_b=True),
+             [R.standard_normal(4), R.standard_normal((2, 3))], name="sparse_matmul_adjoint"),
+    GradCase("SparseReduceSum", lambda v: tf.sparse_reduce_sum(_sp(v), 1),
+             [R.standard_normal(4)]),
+    GradCase("SparseReduceSum", lambda v: tf.sparse_reduce_sum(_sp(v, [3, 4]), [0, 1],
+                                                               keepdims=True),
+             [R.standard_normal(4)], name="sparse_reduce_sum_all_keepdims"),
+    GradCase("SparseAdd",
+             lambda a, b: tf.sparse_add(_sp(a), tf.SparseTensor([[0, 0], [2, 1]], b, [3, 3]),
+                                        thresh=0.01).values,
+             [R.standard_normal(4), R.standard_normal(2)]),
+    GradCase("SparseTensorDenseAdd", lambda v, d: tf.sparse_add(_sp(v), d),
+             [R.standard_normal(4), R.standard_normal((3, 3))]),
+    GradCase("SparseReorder",
+             lambda v: tf.sparse_reorder(tf.SparseTensor([[2, 0], [0, 2], [1, 1], [0, 0]], v,
+                                                         [3, 3])).values,
+             [R.standard_normal(4)]),
+    GradCase("SparseFillEmptyRows",
+             lambda v, d: tf.sparse_fill_empty_rows(
+                 tf.SparseTensor([[0, 0], [0, 2], [3, 1]], v, [5, 3]), d)[0].values,
+             [R.standard_normal(3), np.array(0.5)]),
+    GradCase("SparseSlice",
+             lambda v: tf.sparse_slice(_sp(v, [3, 4]), [0, 1], [3, 2]).values,
+             [R.standard_normal(4)]),
+    GradCase("SparseSoftmax", lambda v: tf.sparse_softmax(_sp(v, [3, 4])).values,
+             [R.standard_normal(4)]),
 ]
+
+
+def _sp(values, dense_shape=(3, 3)):
+    """A SparseTensor of 4 entries in canonical order with the given values."""
+    return sparse_ops.SparseTensor([[0, 0], [0, 2], [1, 1], [2, 0]], values, list(dense_shape))
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)
@@ -200,3 +237,151 @@ def test_sparse_tensor_static_checks():
         with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
             tf.Session().run(sparse_ops.sparse_tensor_to_dense(
                 sparse_ops.SparseTensor([[5, 0]], [1.0], [4, 5])))
+
+
+ST = ([[0, 0], [0, 2], [1, 1], [2, 0]], [1.0, -2.0, 3.0, 4.0], [3, 3])
+ST3 = ([[0, 0, 1], [0, 1, 0], [1, 0, 1], [1, 1, 1]], [1.0, 2.0, 3.0, 4.0], [2, 2, 2])
+
+
+def _assert_sparse(value, indices, values, dense_shape):
+    assert isinstance(value, tf.SparseTensorValue)
+    np.testing.assert_array_equal(value.indices, indices)
+    np.testing.assert_allclose(value.values, values, rtol=1e-6)
+    np.testing.assert_array_equal(value.dense_shape, dense_shape)
+
+
+def test_sparse_tensor_dense_matmul_matches_tensorflow():
+    d = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    with tf.Graph().as_default():
+        st = tf.SparseTensor(*ST)
+        mm = tf.sparse_tensor_dense_matmul(st, d)
+        adj = tf.sparse.matmul(st, d.T, adjoint_a=True, adjoint_b=True)
+        assert mm.get_shape().as_list() == [3, 2] and adj.get_shape().as_list() == [3, 2]
+        with pytest.raises(ValueError, match="inner dimension does not match: 3 vs. 2"):
+            tf.sparse_tensor_dense_matmul(st, np.ones((2, 2), np.float32))
+        with pytest.raises(TypeError, match="does not match type float32"):
+            tf.sparse_tensor_dense_matmul(st, np.ones((3, 2)))
+        oob = tf.sparse_tensor_dense_matmul(tf.SparseTensor([[0, 5]], [1.0], [3, 3]),
+                                            np.ones((3, 2), np.float32))
+        got = _run(mm, adj)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"k \(5\) from index\[0,1\] out of bounds \(>=3\)"):
+            _run(oob)
+    np.testing.assert_array_equal(got[0], [[-8.0, -9.0], [6.0, 9.0], [0.0, 4.0]])
+    np.testing.assert_array_equal(got[1], [[16.0, 21.0], [6.0, 9.0], [0.0, -2.0]])
+
+
+def test_sparse_reductions_match_tensorflow():
+    with tf.Graph().as_default():
+        st, st3 = tf.SparseTensor(*ST), tf.SparseTensor(*ST3)
+        sums = [tf.sparse_reduce_sum(st), tf.sparse_reduce_sum(st, 0),
+                tf.sparse_reduce_sum(st, -1, keepdims=True), tf.sparse_reduce_sum(st3, [0, 2]),
+                tf.sparse_reduce_sum(st3, 1, keepdims=True)]
+        assert [s.get_shape().as_list() for s in sums] == [[], [3], [3, 1], [2], [2, 1, 2]]
+        maxes = [tf.sparse_reduce_max(st, 1), tf.sparse_reduce_max(
+            tf.SparseTensor([[0, 0], [0, 2], [1, 1]], [-1.0, -2.0, 3.0], [3, 3]), 1)]
+        sparse_sum = tf.sparse_reduce_sum_sparse(st3, 1)
+        sparse_max = tf.sparse.reduce_max_sparse(st3, 1)
+        got = _run(*sums, *maxes, sparse_sum, sparse_max)
+    want = [6.0, [5.0, 3.0, -2.0], [[-1.0], [3.0], [4.0]], [4.0, 6.0], [[[2.0, 1.0]], [[0.0, 7.0]]],
+            [1.0, 3.0, 4.0], [-1.0, 3.0, 0.0]]   # a row without entries reduces to 0, as in TF
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+    _assert_sparse(got[7], [[0, 0], [0, 1], [1, 1]], [2.0, 1.0, 7.0], [2, 2])
+    _assert_sparse(got[8], [[0, 0], [0, 1], [1, 1]], [2.0, 1.0, 4.0], [2, 2])
+
+
+def test_sparse_add_and_extremes_match_tensorflow():
+    with tf.Graph().as_default():
+        a = tf.SparseTensor([[0, 0], [0, 2], [1, 1]], [-1.0, -2.0, 3.0], [3, 3])
+        b = tf.SparseTensor([[0, 0], [2, 2]], [1.0, 5.0], [3, 3])
+        c = tf.SparseTensor([[0, 0], [2, 2]], [1.0, -5.0], [3, 3])
+        dense = tf.sparse_add(np.ones((3, 3), np.float32), a)
+        assert dense.get_shape().as_list() == [3, 3]
+        assert tf.sparse_add(a, b).get_shape().as_list() == [3, 3]
+        got = _run(tf.sparse_add(a, b), tf.sparse_add(a, b, thresh=0.5), dense,
+                   tf.sparse_maximum(a, c), tf.sparse_minimum(a, c))
+        with pytest.raises(ValueError, match="one dense shape, got \\(3, 3\\) and \\(3, 4\\)"):
+            tf.sparse_add(a, tf.SparseTensor([[0, 0]], [1.0], [3, 4]))
+        fed = tf.sparse_placeholder(tf.float32)
+        bad = tf.sparse_add(a, fed)
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="shapes do not match"):
+                sess.run(bad, {fed: ([[0, 0]], [1.0], [3, 4])})
+        with pytest.raises(TypeError, match="at least one SparseTensor"):
+            tf.sparse_add([1.0], [2.0])
+    _assert_sparse(got[0], [[0, 0], [0, 2], [1, 1], [2, 2]], [0.0, -2.0, 3.0, 5.0], [3, 3])
+    _assert_sparse(got[1], [[0, 2], [1, 1], [2, 2]], [-2.0, 3.0, 5.0], [3, 3])
+    np.testing.assert_array_equal(got[2], [[0.0, 1.0, -1.0], [1.0, 4.0, 1.0], [1.0, 1.0, 1.0]])
+    _assert_sparse(got[3], [[0, 0], [0, 2], [1, 1], [2, 2]], [1.0, 0.0, 3.0, 0.0], [3, 3])
+    _assert_sparse(got[4], [[0, 0], [0, 2], [1, 1], [2, 2]], [-1.0, -2.0, 0.0, -5.0], [3, 3])
+
+
+def test_sparse_reshape_concat_slice_split_match_tensorflow():
+    st34 = ([[0, 0], [0, 4], [1, 2], [1, 6]], [1, 2, 3, 4], [2, 7])
+    with tf.Graph().as_default():
+        a = tf.SparseTensor([[0, 0], [0, 2], [1, 1]], [-1.0, -2.0, 3.0], [3, 3])
+        reshaped = tf.sparse_reshape(a, [-1, 9])
+        assert reshaped.get_shape().as_list() == [1, 9]
+        concat = tf.sparse_concat(1, [a, tf.SparseTensor([[0, 0], [2, 1]], [7.0, 8.0], [3, 2])])
+        assert concat.get_shape().as_list() == [3, 5]
+        expanded = tf.sparse_concat(0, [a, tf.SparseTensor([[0, 3]], [9.0], [1, 4])],
+                                    expand_nonconcat_dim=True)
+        assert expanded.get_shape().as_list() == [4, 4]
+        sliced = tf.sparse_slice(tf.SparseTensor(*st34), [0, 3], [5, 10])
+        parts = tf.sparse_split(sp_input=tf.SparseTensor(*st34), num_split=3, axis=1)
+        got = _run(reshaped, concat, expanded, sliced, *parts)
+        with pytest.raises(ValueError, match="Cannot reshape a tensor with 9 elements"):
+            tf.sparse_reshape(a, [4, 2])
+        with pytest.raises(ValueError, match="differ in dimension 0"):
+            tf.sparse_concat(1, [a, tf.SparseTensor([[0, 0]], [7.0], [2, 2])])
+        with pytest.raises(ValueError, match="Keyword arguments are required"):
+            tf.sparse_split(a, 2, 1)
+        new_shape = tf.placeholder(tf.int64, [None])
+        bad = tf.sparse_reshape(a, new_shape)
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Input to reshape is a "
+                               "tensor with 9 dense values, but the requested shape has 8"):
+                sess.run(bad, {new_shape: [4, 2]})
+    _assert_sparse(got[0], [[0, 0], [0, 2], [0, 4]], [-1.0, -2.0, 3.0], [1, 9])
+    _assert_sparse(got[1], [[0, 0], [0, 2], [0, 3], [1, 1], [2, 4]], [-1.0, -2.0, 7.0, 3.0, 8.0],
+                   [3, 5])
+    _assert_sparse(got[2], [[0, 0], [0, 2], [1, 1], [3, 3]], [-1.0, -2.0, 3.0, 9.0], [4, 4])
+    _assert_sparse(got[3], [[0, 1], [1, 3]], [2, 4], [2, 4])
+    _assert_sparse(got[4], [[0, 0], [1, 2]], [1, 3], [2, 3])
+    _assert_sparse(got[5], [[0, 1]], [2], [2, 2])
+    _assert_sparse(got[6], [[1, 1]], [4], [2, 2])
+
+
+def test_sparse_structure_ops_match_tensorflow():
+    with tf.Graph().as_default():
+        a = tf.SparseTensor([[0, 0], [0, 2], [1, 1]], [-1.0, -2.0, 3.0], [3, 3])
+        filled, empty = tf.sparse_fill_empty_rows(a, -5.0)
+        ids = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], [3, 1, 0], [2, 2])
+        got = _run(filled, empty, tf.sparse_softmax(a), tf.sparse_to_indicator(ids, 4),
+                   tf.sparse_retain(a, [True, False, True]), tf.sparse_transpose(a),
+                   tf.sparse_reorder(tf.SparseTensor([[2, 0], [0, 1]], [1.0, 2.0], [3, 3])),
+                   tf.sparse.from_dense([[0.0, 2.0], [3.0, 0.0]]),
+                   tf.sparse_merge(ids, tf.SparseTensor(ids.indices, [0.5, 1.5, 2.5], [2, 2]), 4))
+        assert tf.sparse_transpose(tf.SparseTensor([[0, 1]], [1.0], [2, 5])).get_shape() \
+            .as_list() == [5, 2]
+        with pytest.raises(ValueError, match="not compatible"):
+            tf.sparse_retain(a, [True, False])
+        bad = tf.sparse_to_indicator(tf.SparseTensor([[0, 0]], [7], [2, 2]), 4)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+            _run(bad)
+    _assert_sparse(got[0], [[0, 0], [0, 2], [1, 1], [2, 0]], [-1.0, -2.0, 3.0, -5.0], [3, 3])
+    np.testing.assert_array_equal(got[1], [False, False, True])
+    _assert_sparse(got[2], [[0, 0], [0, 2], [1, 1]], [0.7310586, 0.26894143, 1.0], [3, 3])
+    np.testing.assert_array_equal(got[3], [[False, True, False, True], [True, False, False, False]])
+    _assert_sparse(got[4], [[0, 0], [1, 1]], [-1.0, 3.0], [3, 3])
+    _assert_sparse(got[5], [[0, 0], [1, 1], [2, 0]], [-1.0, 3.0, -2.0], [3, 3])
+    _assert_sparse(got[6], [[0, 1], [2, 0]], [2.0, 1.0], [3, 3])
+    _assert_sparse(got[7], [[0, 1], [1, 0]], [2.0, 3.0], [2, 2])
+    _assert_sparse(got[8], [[0, 1], [0, 3], [1, 0]], [1.5, 0.5, 2.5], [2, 4])
+
+
+def test_sparse_softmax_groups_by_leading_indices():
+    with tf.Graph().as_default():
+        got, = _run(tf.sparse_softmax(tf.SparseTensor(*ST3)))
+    np.testing.assert_allclose(got.values, [1.0, 1.0, 1.0, 1.0])

@@ -63,6 +63,33 @@ def ref_ftrl(w, accum, linear, g, lr, l1, l2, lr_power, l2_shrinkage=0.0):
     return [w, new_accum, linear]
 
 
+def ref_adadelta(w, accum, accum_update, g, lr, rho, epsilon):
+    accum = rho * accum + (1 - rho) * g * g
+    update = np.sqrt(accum_update + epsilon) / np.sqrt(accum + epsilon) * g
+    return [w - lr * update, accum, rho * accum_update + (1 - rho) * update * update]
+
+
+def _proximal(prox, step, l1, l2):
+    return np.sign(prox) * np.maximum(np.abs(prox) - step * l1, 0) / (1 + step * l2)
+
+
+def ref_proximal_gradient_descent(w, g, lr, l1, l2):
+    return [_proximal(w - lr * g, lr, l1, l2)]
+
+
+def ref_proximal_adagrad(w, accum, g, lr, l1, l2):
+    accum = accum + g * g
+    step = lr / np.sqrt(accum)
+    return [_proximal(w - step * g, step, l1, l2), accum]
+
+
+def ref_adagrad_da(w, g_acc, gg_acc, g, lr, l1, l2, step):
+    g_acc, gg_acc = g_acc + g, gg_acc + g * g
+    w = -lr * np.sign(g_acc) * np.maximum(np.abs(g_acc) - step * l1, 0) / (
+        l2 * step * lr + np.sqrt(gg_acc))
+    return [w, g_acc, gg_acc]
+
+
 def dedup(indices, rows):
     """TF1's _deduplicate_indexed_slices: unique indices, rows of duplicates summed."""
     unique, inverse = np.unique(indices, return_inverse=True)
@@ -165,17 +192,30 @@ DENSE_CASES = {
         3, lambda v, p: ops.apply_centered_rms_prop(v[0], v[1], v[2], v[3], 0.01, 0.9, 0.5, 1e-3,
                                                   p["g"]),
         lambda a, g, t: ref_centered_rms_prop(*a, g, lr=0.01, rho=0.9, momentum=0.5, epsilon=1e-3)),
+    "ApplyAdadelta": (
+        2, lambda v, p: ops.apply_adadelta(v[0], v[1], v[2], 1.0, 0.9, 1e-6, p["g"]),
+        lambda a, g, t: ref_adadelta(*a, g, lr=1.0, rho=0.9, epsilon=1e-6)),
+    "ApplyProximalGradientDescent": (
+        0, lambda v, p: ops.apply_proximal_gradient_descent(v[0], 0.1, 0.3, 0.2, p["g"]),
+        lambda a, g, t: ref_proximal_gradient_descent(*a, g, lr=0.1, l1=0.3, l2=0.2)),
+    "ApplyProximalAdagrad": (
+        1, lambda v, p: ops.apply_proximal_adagrad(v[0], v[1], 0.1, 0.3, 0.2, p["g"]),
+        lambda a, g, t: ref_proximal_adagrad(*a, g, lr=0.1, l1=0.3, l2=0.2)),
+    "ApplyAdagradDA": (
+        2, lambda v, p: ops.apply_adagrad_da(v[0], v[1], v[2], p["g"], 0.1, 0.3, 0.2, 3),
+        lambda a, g, t: ref_adagrad_da(*a, g, lr=0.1, l1=0.3, l2=0.2, step=3)),
 }
 
 
 # Slots that hold second moments start positive (as their optimizers start them).
-_POSITIVE_SLOT = {"ApplyAdagrad": 0, "ApplyAdam": 1, "ApplyRMSProp": 0, "ApplyCenteredRMSProp": 1,
-                  "ApplyFtrl": 0, "ApplyFtrlV2": 0}
+_POSITIVE_SLOT = {"ApplyAdagrad": (0,), "ApplyAdam": (1,), "ApplyRMSProp": (0,),
+                  "ApplyCenteredRMSProp": (1,), "ApplyFtrl": (0,), "ApplyFtrlV2": (0,),
+                  "ApplyAdadelta": (0, 1), "ApplyProximalAdagrad": (0,), "ApplyAdagradDA": (1,)}
 
 
 def _initial_arrays(op_type, num_slots, shape):
-    positive = _POSITIVE_SLOT.get(op_type.split("_")[0])
-    return [f32(*shape)] + [np.full(shape, 0.5, np.float32) if i == positive else 0.1 * f32(*shape)
+    positive = _POSITIVE_SLOT.get(op_type.split("_")[0], ())
+    return [f32(*shape)] + [np.full(shape, 0.5, np.float32) if i in positive else 0.1 * f32(*shape)
                             for i in range(num_slots)]
 
 
@@ -239,6 +279,22 @@ SPARSE_CASES = {
                                                          1e-3, p["g"], p["i"]),
         lambda a, i, g, t: ref_sparse(ref_centered_rms_prop, a, i, g, lr=0.01, rho=0.9,
                                       momentum=0.5, epsilon=1e-3)),
+    "SparseApplyAdadelta": (
+        2, lambda v, p: ops.sparse_apply_adadelta(v[0], v[1], v[2], 1.0, 0.9, 1e-6, p["g"], p["i"]),
+        lambda a, i, g, t: ref_sparse(ref_adadelta, a, i, g, lr=1.0, rho=0.9, epsilon=1e-6)),
+    "SparseApplyProximalGradientDescent": (
+        0, lambda v, p: ops.sparse_apply_proximal_gradient_descent(v[0], 0.1, 0.3, 0.2, p["g"],
+                                                                   p["i"]),
+        lambda a, i, g, t: ref_sparse(ref_proximal_gradient_descent, a, i, g, lr=0.1, l1=0.3,
+                                      l2=0.2)),
+    "SparseApplyProximalAdagrad": (
+        1, lambda v, p: ops.sparse_apply_proximal_adagrad(v[0], v[1], 0.1, 0.3, 0.2, p["g"],
+                                                          p["i"]),
+        lambda a, i, g, t: ref_sparse(ref_proximal_adagrad, a, i, g, lr=0.1, l1=0.3, l2=0.2)),
+    "SparseApplyAdagradDA": (
+        2, lambda v, p: ops.sparse_apply_adagrad_da(v[0], v[1], v[2], p["g"], p["i"], 0.1, 0.3,
+                                                    0.2, 3),
+        lambda a, i, g, t: ref_sparse(ref_adagrad_da, a, i, g, lr=0.1, l1=0.3, l2=0.2, step=3)),
 }
 
 

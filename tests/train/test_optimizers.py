@@ -1,6 +1,8 @@
 """Optimizers: exact numbers against numpy (dense and sparse, two steps), slots and their names
 and placement, the global step, gating, errors, and a small MLP that every optimizer trains."""
 
+import importlib.util
+import pathlib
 import threading
 
 import numpy as np
@@ -426,3 +428,52 @@ def test_mlp_reaches_97_percent_on_xor_blobs(name):
     accuracy = np.mean(out.argmax(1) == y)
     assert last < first
     assert accuracy >= 0.97, (name, accuracy, first, last)
+
+
+# -- Adadelta, AdagradDA and the proximal optimizers against TensorFlow --------------------------
+def _load_fixture(name):
+    spec = importlib.util.spec_from_file_location(
+        "make_" + name, pathlib.Path(__file__).resolve().parents[1] / "fixtures" / name / "make.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, np.load(pathlib.Path(module.HERE) / "expected.npz")
+
+
+TF_OPTIMIZERS, TF_OPTIMIZER_VALUES = _load_fixture("tf_optimizers")
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+@pytest.mark.parametrize("name", sorted(TF_OPTIMIZERS.CASES))
+def test_three_steps_match_tensorflow(name, sparse):
+    # The variable and its slots after each of three steps of tests/fixtures/tf_optimizers's
+    # program, against what TensorFlow computed for it (sparse: the update ops are Sparse*).
+    got = TF_OPTIMIZERS.train(tf, TF_OPTIMIZERS.CASES[name], sparse)
+    expected = TF_OPTIMIZER_VALUES["%s_%s" % (name, "sparse" if sparse else "dense")]
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("make, slots, apply_type", [
+    (lambda: tf.train.AdadeltaOptimizer(), {"accum": "w/Adadelta", "accum_update": "w/Adadelta_1"},
+     "ApplyAdadelta"),
+    (lambda: tf.train.ProximalAdagradOptimizer(0.1), {"accumulator": "w/ProximalAdagrad"},
+     "ApplyProximalAdagrad"),
+    (lambda: tf.train.ProximalGradientDescentOptimizer(0.1), {}, "ApplyProximalGradientDescent"),
+    (lambda: tf.train.AdagradDAOptimizer(0.1, tf.train.get_or_create_global_step()),
+     {"gradient_accumulator": "w/AdagradDA", "gradient_squared_accumulator": "w/AdagradDA_1"},
+     "ApplyAdagradDA"),
+], ids=["Adadelta", "ProximalAdagrad", "ProximalGradientDescent", "AdagradDA"])
+def test_new_optimizers_slot_names_and_update_ops(make, slots, apply_type):
+    with tf.Graph().as_default():
+        w = tf.Variable(np.ones((2, 2), np.float32), name="w")
+        emb = tf.Variable(np.ones((4, 2), np.float32), name="emb")
+        opt = make()
+        opt.minimize(tf.reduce_sum(w * w) + tf.reduce_sum(tf.gather(emb, [1, 1])))
+        assert opt.get_slot_names() == sorted(slots)
+        assert {s: opt.get_slot(w, s).op.name for s in slots} == slots
+        types = sorted(op.type for op in w.graph.get_operations() if "Apply" in op.type)
+        assert types == [apply_type, "Sparse" + apply_type]
+    with pytest.raises(ValueError, match="initial_accumulator_value must be positive: 0.0"):
+        tf.train.ProximalAdagradOptimizer(0.1, initial_accumulator_value=0.0)
+    with pytest.raises(ValueError, match="initial_gradient_squared_accumulator_value must be "
+                                         "positive: -1"):
+        tf.train.AdagradDAOptimizer(0.1, 0, initial_gradient_squared_accumulator_value=-1)

@@ -5,7 +5,8 @@
 Every task runs ``python trainer.py --ps_hosts=.. --worker_hosts=.. --job_name=.. --task_index=..
 [script args]`` with ``TF_CONFIG`` set too, on free ports of ``--host``, as the seed's trainer is
 launched by hand (its ps tasks call ``server.join()``; ``--ps_script`` serves them with
-``zps-ps`` instead, for scripts without a ps branch). Each line a task prints comes out prefixed
+``zps-ps`` instead, for scripts without a ps branch; ``--chief`` runs the first trainer as
+TF_CONFIG's ``chief`` task, the layout ``tf.estimator`` expects). Each line a task prints comes out prefixed
 (``[worker:0] ...``). When every worker has exited 0 the ps tasks (which never exit, as in TF1)
 are stopped and zps-launch exits 0. If a task fails, the others are stopped and zps-launch exits 1
 naming it (with ``--restart``, it is first started again, up to ``--max_restarts`` times: the
@@ -63,7 +64,7 @@ class Launcher:
     def __init__(self, script, script_args=(), num_ps=1, num_workers=1, host="127.0.0.1",
                  ps_script=False, threads_per_task=None, grace_period_secs=5.0,
                  start_timeout_secs=60.0, out=None, err=None, progress_secs=10.0,
-                 restart=False, max_restarts=3, restart_backoff_secs=1.0):
+                 restart=False, max_restarts=3, restart_backoff_secs=1.0, chief=False):
         if num_workers < 1:
             raise ValueError("--workers must be at least 1, got %d" % num_workers)
         if num_ps < 0:
@@ -83,10 +84,17 @@ class Launcher:
         self.cluster = {}
         if num_ps:
             self.cluster["ps"] = ["%s:%d" % (host, next(ports)) for _ in range(num_ps)]
-        self.cluster["worker"] = ["%s:%d" % (host, next(ports)) for _ in range(num_workers)]
+        # --chief: the first trainer is the "chief" task of TF_CONFIG (tf.estimator's layout),
+        # the others workers 0..M-2; otherwise worker 0 is the chief, as in the seed's trainer.
+        trainers = ["%s:%d" % (host, next(ports)) for _ in range(num_workers)]
+        if chief:
+            self.cluster["chief"] = trainers[:1]
+        if trainers[int(chief):]:
+            self.cluster["worker"] = trainers[int(chief):]
         self.host = host
         self.ps = [_Task("ps", i, a) for i, a in enumerate(self.cluster.get("ps", []))]
-        self.workers = [_Task("worker", i, a) for i, a in enumerate(self.cluster["worker"])]
+        self.workers = [_Task(job, i, a) for job in ("chief", "worker")
+                        for i, a in enumerate(self.cluster.get(job, []))]
         self.threads_per_task = threads_per_task or common.blas_threads_per_task(num_ps + num_workers)
         self._lock = threading.Lock()
         self._interrupt = None   # the signal that asked us to stop
@@ -157,7 +165,7 @@ class Launcher:
         self._interrupt = signum
 
     # -- --gpus-per-worker -----------------------------------------------------------------------
-    gpu_slices = None   # worker index -> its CUDA_VISIBLE_DEVICES, once assign_gpus ran
+    gpu_slices = None   # trainer task name -> its CUDA_VISIBLE_DEVICES, once assign_gpus ran
 
     def assign_gpus(self, gpus_per_worker, gpus=None):
         """Give worker i the GPUs ``gpus[i*K:(i+1)*K]`` (K = ``gpus_per_worker``) through its
@@ -182,15 +190,14 @@ class Launcher:
                 % (gpus_per_worker, len(self.workers), need, len(gpus),
                    "is" if len(gpus) == 1 else "are",
                    " (%s from %s)" % (",".join(gpus), source) if gpus else " (%s)" % source))
-        self.gpu_slices = {i: ",".join(gpus[i * gpus_per_worker:(i + 1) * gpus_per_worker])
-                           for i in range(len(self.workers))}
+        self.gpu_slices = {t.name: ",".join(gpus[i * gpus_per_worker:(i + 1) * gpus_per_worker])
+                           for i, t in enumerate(self.workers)}
         return self.gpu_slices
 
     def gpu_env(self, task):
         if self.gpu_slices is None:
             return {}
-        return {"CUDA_VISIBLE_DEVICES": self.gpu_slices.get(task.index, "")
-                if task.job == "worker" else ""}
+        return {"CUDA_VISIBLE_DEVICES": self.gpu_slices.get(task.name, "")}
 
     # -- the run ---------------------------------------------------------------------------------
     # -- --curve ---------------------------------------------------------------------------------
@@ -365,6 +372,10 @@ def build_parser(prog="zps-launch"):
     parser.add_argument("--ps", type=int, default=1, help="number of ps tasks (default 1)")
     parser.add_argument("--workers", type=int, default=1, help="number of worker tasks (default 1)")
     parser.add_argument("--host", default="127.0.0.1", help="address the tasks listen on")
+    parser.add_argument("--chief", action="store_true",
+                        help="run the first of the --workers as TF_CONFIG's \"chief\" task (the "
+                        "cluster layout tf.estimator.train_and_evaluate expects) and the others as "
+                        "workers 0..M-2")
     parser.add_argument("--ps_script", action="store_true",
                         help="serve the ps tasks with zps-ps instead of running the script")
     parser.add_argument("--threads_per_task", type=int, default=None,
@@ -412,7 +423,7 @@ def main(argv=None, prog="zps-launch"):
                             start_timeout_secs=args.start_timeout_secs,
                             progress_secs=args.progress_secs, restart=args.restart,
                             max_restarts=args.max_restarts,
-                            restart_backoff_secs=args.restart_backoff_secs)
+                            restart_backoff_secs=args.restart_backoff_secs, chief=args.chief)
     except ValueError as e:
         print("%s: %s" % (prog, e), file=sys.stderr)
         return 2
@@ -424,7 +435,7 @@ def main(argv=None, prog="zps-launch"):
         return 2
     if slices:
         launcher.say("GPUs (CUDA_VISIBLE_DEVICES): %s; ps tasks: none" % ", ".join(
-            "worker:%d=%s" % kv for kv in sorted(slices.items())))
+            "%s=%s" % kv for kv in slices.items()))
     if args.curve:
         launcher.enable_curve()
     previous = {sig: signal.signal(sig, launcher.interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}

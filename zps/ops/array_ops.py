@@ -2185,6 +2185,109 @@ def meshgrid(*args, indexing="xy", name="meshgrid"):
     return [broadcast_to(v, dims, name=name) for v in vectors]
 
 
+# -- ReverseSequence -----------------------------------------------------------------------------
+def _reverse_sequence_shape(op):
+    x, lengths = op.inputs[0].get_shape(), op.inputs[1].get_shape().with_rank(1)
+    seq, batch = op._attrs["seq_dim"], op._attrs["batch_dim"]
+    if x.ndims is None:
+        return x
+    if seq == batch or not (0 <= seq < x.ndims and 0 <= batch < x.ndims):
+        raise ValueError("reverse_sequence needs distinct seq_axis and batch_axis in [0, %d), got "
+                         "%d and %d (op '%s', input shape %s)" % (x.ndims, seq, batch, op.name, x))
+    if not x[batch].is_compatible_with(lengths[0]):
+        raise ValueError("Length of seq_lengths != input.dims(%d), (%s vs. %s) (op '%s')"
+                         % (batch, lengths[0], x[batch], op.name))
+    return x
+
+
+def _reverse_sequence_kernel(ctx, x, lengths, seq_dim, batch_dim):
+    xp = ctx.xp
+    if lengths.shape != (x.shape[batch_dim],):
+        raise _bad_input("Length of seq_lengths != input.dims(%d), (%d vs. %d)", batch_dim,
+                         lengths.shape[0] if lengths.ndim else 1, x.shape[batch_dim])
+    n = x.shape[seq_dim]
+    bad = (lengths < 0) | (lengths > n)
+    if bad.any():
+        i = int(xp.argmax(bad))
+        raise _bad_input("seq_lens(%d) > input.dims(%d) or < 0: seq_lens(%d) = %d, input.dims(%d) "
+                         "= %d", i, seq_dim, i, int(lengths[i]), seq_dim, n)
+    # Source position along the sequence axis of each (batch, step): reversed within the length.
+    steps = xp.arange(n)
+    per_batch = lengths.reshape(-1, 1).astype(np.int64)
+    source = xp.where(steps < per_batch, per_batch - 1 - steps, steps)    # [batch, n]
+    if batch_dim > seq_dim:
+        source = source.T
+    shape = [1] * x.ndim
+    shape[batch_dim], shape[seq_dim] = x.shape[batch_dim], n
+    return xp.take_along_axis(x, source.reshape(shape), axis=seq_dim)
+
+
+register_op("ReverseSequence", shape=_reverse_sequence_shape, kernel=_reverse_sequence_kernel,
+            grad=lambda op, g: [reverse_sequence(g, op.inputs[1], op._attrs["seq_dim"],
+                                                 op._attrs["batch_dim"]), None])
+
+
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,  # noqa: A002
+                     seq_dim=None, batch_dim=None):
+    """Reverses the first ``seq_lengths[b]`` steps along ``seq_axis`` of each slice ``b`` along
+    ``batch_axis`` (default 0); the steps past each length are kept as they are.
+
+    Example: ``tf.reverse_sequence([[1, 2, 3], [4, 5, 6]], [2, 3], seq_axis=1)`` is
+    ``[[2, 1, 3], [6, 5, 4]]``.
+    """
+    seq_axis = seq_axis if seq_axis is not None else seq_dim
+    batch_axis = batch_axis if batch_axis is not None else (batch_dim or 0)
+    if seq_axis is None:
+        raise ValueError("reverse_sequence needs seq_axis")
+    x = convert_to_tensor(input)
+    lengths = _int_tensor(seq_lengths, "reverse_sequence's seq_lengths")
+    rank = x.get_shape().ndims
+    seq_axis, batch_axis = int(seq_axis), int(batch_axis)
+    if rank is not None:
+        seq_axis, batch_axis = (a % rank if -rank <= a < rank else a for a in (seq_axis, batch_axis))
+    return make_op("ReverseSequence", [x, lengths], name=name or "ReverseSequence",
+                   seq_dim=seq_axis, batch_dim=batch_axis)
+
+
+# -- ListDiff (setdiff1d), unique_with_counts ----------------------------------------------------
+def _list_diff_kernel(ctx, x, y, out_idx):
+    xp = ctx.xp
+    for what, v in (("x", x), ("y", y)):
+        if v.ndim != 1:
+            raise _bad_input("%s should be a 1D vector, got shape %s", what, list(v.shape))
+    keep = ~xp.isin(x, y)
+    return [x[keep], xp.nonzero(keep)[0].astype(out_idx.as_numpy_dtype)]
+
+
+register_op("ListDiff", shape=lambda op: [unknown_shape(1), unknown_shape(1)],
+            dtype=lambda op: [op.inputs[0].dtype, op._attrs["out_idx"]], kernel=_list_diff_kernel,
+            num_outputs=2)   # no gradient rule, as in TF1
+
+
+def setdiff1d(x, y, index_dtype=_dtypes.int32, name=None):
+    """``(out, idx)``: the entries of the vector ``x`` that are not in ``y``, in their order in
+    ``x``, and their positions in ``x``: ``x[idx] = out``."""
+    x, y = to_tensors(x, y)
+    if x.dtype != y.dtype:
+        raise TypeError("setdiff1d: x and y must have one dtype, got %s and %s"
+                        % (x.dtype.name, y.dtype.name))
+    index_dtype = _dtypes.as_dtype(index_dtype)
+    if index_dtype not in (_dtypes.int32, _dtypes.int64):
+        raise TypeError("setdiff1d's index_dtype must be int32 or int64, got %s" % index_dtype.name)
+    return tuple(make_op("ListDiff", [x, y], name=name or "ListDiff", out_idx=index_dtype))
+
+
+def unique_with_counts(x, out_idx=_dtypes.int32, name=None):
+    """``(y, idx, count)``: ``tf.unique``'s values in order of first occurrence and indices
+    (``x = y[idx]``), and how often each value of ``y`` occurs in ``x``."""
+    from zps.ops import partition_ops  # partition_ops imports this module
+    x = convert_to_tensor(x)
+    with x.graph.name_scope(name or "UniqueWithCounts"):
+        y, idx = partition_ops.unique(x, out_idx=out_idx)
+        count = unsorted_segment_sum(ones_like(idx), idx, size(y, out_type=idx.dtype))
+    return y, idx, count
+
+
 __all__ = [
     "placeholder",
     "placeholder_with_default",
@@ -2241,4 +2344,7 @@ __all__ = [
     "lin_space",
     "linspace",
     "constant",
+    "reverse_sequence",
+    "setdiff1d",
+    "unique_with_counts",
 ]

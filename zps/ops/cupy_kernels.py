@@ -84,6 +84,9 @@ HOST_INPUTS = {
     "RandomStandardNormal": (0,), "RandomUniform": (0,), "RandomUniformInt": (0, 1, 2),
     "TruncatedNormal": (0,), "Multinomial": (1,), "ReduceGradShape": (1,),
     "Conv2DBackpropInput": (0,), "Conv2DBackpropFilter": (1,),
+    "Conv3DBackpropInputV2": (0,), "Conv3DBackpropFilterV2": (1,),
+    "DepthwiseConv2dNativeBackpropInput": (0,), "DepthwiseConv2dNativeBackpropFilter": (1,),
+    "ApplyAdagradDA": (7,), "SparseApplyAdagradDA": (8,),   # the global step
     "SparseSoftmaxCrossEntropyWithLogits": (1,), "HistogramFixedWidth": (2,),
     "TopKV2": (1,), "InTopKV2": (2,),
     "ResizeBilinear": (1,), "ResizeNearestNeighbor": (1,), "ResizeNearestNeighborGrad": (1,),
@@ -361,7 +364,14 @@ for _t in ("RandomStandardNormal", "RandomUniform", "RandomUniformInt", "Truncat
            "Multinomial", "RandomShuffle",
            # Sparse segment reductions (zps.ops.sparse_ops) use ufunc.at: host until they get
            # scatter-add kernels of their own.
-           "SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN", "SparseToDense"):
+           "SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN", "SparseToDense",
+           # The other sparse ops sort, match and offset indices into outputs of data-dependent
+           # sizes: host kernels, as most of TF1's are.
+           "SparseTensorDenseMatMul", "SparseReduceSum", "SparseReduceMax",
+           "SparseReduceSumSparse", "SparseReduceMaxSparse", "SparseAdd", "SparseAddGrad",
+           "SparseTensorDenseAdd", "SparseSparseMaximum", "SparseSparseMinimum", "SparseConcat",
+           "SparseReshape", "SparseReorder", "SparseFillEmptyRows", "SparseSlice", "SparseSliceGrad",
+           "SparseSplit", "SparseSoftmax"):
     _on_host(_t)
 
 

@@ -1,5 +1,6 @@
-"""TF1's layers (``tf.layers``, see zps/layers.py): dense, conv2d, pooling, dropout, flatten and
-batch normalization, built from tf.nn ops and ``get_variable``.
+"""TF1's layers (``tf.layers``, see zps/layers.py): dense, convolutions (1-D to 3-D, transposed,
+separable), pooling, dropout, flatten and batch normalization, built from tf.nn ops and
+``get_variable``.
 
 Each layer call opens a variable scope named ``name`` (by default the layer's kind, made unique:
 ``dense``, ``dense_1``, ...), so its variables are ``<scope>/kernel`` and ``<scope>/bias`` as
@@ -16,6 +17,7 @@ scope) shares them.
 """
 
 import contextlib
+import re
 
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph, is_symbolic
@@ -99,12 +101,14 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
         return _activity(outputs, activation, activity_regularizer)
 
 
-def _pair(value, what):
+def _ints(value, n, what):
+    """``value`` (an int or ``n`` ints) as a tuple of ``n`` ints."""
     if isinstance(value, int):
-        return (value, value)
+        return (value,) * n
     value = tuple(value)
-    if len(value) != 2 or not all(isinstance(v, int) for v in value):
-        raise ValueError("%s must be an int or a pair of ints, got %r" % (what, value))
+    if len(value) != n or not all(isinstance(v, int) for v in value):
+        raise ValueError("The `%s` argument must be a tuple of %d integers. Received: %r"
+                         % (what, n, value))
     return value
 
 
@@ -120,6 +124,69 @@ def _nhwc(data_format, what):
                          % (what, data_format))
 
 
+def _conv_input(inputs, kind, rank, data_format):
+    """``(inputs, channels)`` of a convolution layer over ``rank`` spatial dimensions."""
+    inputs = _float_input(inputs, kind)
+    _nhwc(data_format, kind)
+    shape = inputs.get_shape()
+    if shape.ndims is not None and shape.ndims != rank + 2:
+        raise ValueError("Input 0 of layer %s is incompatible with the layer: expected "
+                         "ndim=%d, found ndim=%d. Full shape received: %s"
+                         % (kind, rank + 2, shape.ndims, shape))
+    channels = shape[-1].value if shape.ndims is not None else None
+    if channels is None:
+        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
+    return inputs, channels
+
+
+def _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer, trainable,
+               bias_constraint, activation, activity_regularizer):
+    if use_bias:
+        bias = _weights("bias", [filters], outputs.dtype, bias_initializer, bias_regularizer,
+                        trainable, bias_constraint)
+        outputs = nn_ops.bias_add(outputs, bias)
+    return _activity(outputs, activation, activity_regularizer)
+
+
+def _convolve(inputs, kernel, strides, padding, dilations):
+    """conv1d, conv2d or conv3d of channels-last ``inputs`` by their number of spatial dims."""
+    rank = len(strides)
+    if rank == 1:
+        return conv_ops.conv1d(inputs, kernel, strides[0], padding, dilations=dilations[0])
+    conv = conv_ops.conv2d if rank == 2 else conv_ops.conv3d
+    return conv(inputs, kernel, strides=[1, *strides, 1], padding=padding,
+                dilations=[1, *dilations, 1])
+
+
+def _conv_layer(kind, rank, inputs, filters, kernel_size, strides, padding, data_format,
+                dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
+                kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+                bias_constraint, trainable, name, reuse):
+    inputs, channels = _conv_input(inputs, kind, rank, data_format)
+    k = _ints(kernel_size, rank, "kernel_size")
+    strides, dilations = _ints(strides, rank, "strides"), _ints(dilation_rate, rank, "dilation_rate")
+    with _variables(name, kind, reuse):
+        kernel = _weights("kernel", list(k) + [channels, filters], inputs.dtype,
+                          kernel_initializer or init_ops.glorot_uniform_initializer(),
+                          kernel_regularizer, trainable, kernel_constraint)
+        outputs = _convolve(inputs, kernel, strides, _padding(padding), dilations)
+        return _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer,
+                          trainable, bias_constraint, activation, activity_regularizer)
+
+
+def conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
+           dilation_rate=1, activation=None, use_bias=True, kernel_initializer=None,
+           bias_initializer=_ZEROS, kernel_regularizer=None, bias_regularizer=None,
+           activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+           trainable=True, name=None, reuse=None):
+    """A 1-D convolution of [batch, width, in] ``inputs`` with ``filters`` output channels
+    (kernel ``[k, in, filters]``), then the bias and ``activation``."""
+    return _conv_layer("conv1d", 1, inputs, filters, kernel_size, strides, padding, data_format,
+                       dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
+                       kernel_regularizer, bias_regularizer, activity_regularizer,
+                       kernel_constraint, bias_constraint, trainable, name, reuse)
+
+
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            data_format="channels_last", dilation_rate=(1, 1), activation=None, use_bias=True,
            kernel_initializer=None, bias_initializer=_ZEROS,
@@ -127,52 +194,214 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            kernel_constraint=None, bias_constraint=None, trainable=True, name=None, reuse=None):
     """A 2-D convolution of NHWC ``inputs`` with ``filters`` output channels (kernel
     ``[kh, kw, in, filters]``), then the bias and ``activation``."""
-    inputs = _float_input(inputs, "conv2d")
-    _nhwc(data_format, "conv2d")
-    shape = inputs.get_shape()
-    if shape.ndims is not None and shape.ndims != 4:
-        raise ValueError("Input 0 of layer conv2d is incompatible with the layer: expected "
-                         "ndim=4, found ndim=%d. Full shape received: %s" % (shape.ndims, shape))
-    channels = shape[-1].value if shape.ndims is not None else None
-    if channels is None:
-        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-    kh, kw = _pair(kernel_size, "kernel_size")
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation_rate, "dilation_rate")
-    with _variables(name, "conv2d", reuse):
-        kernel = _weights("kernel", [kh, kw, channels, filters], inputs.dtype,
+    return _conv_layer("conv2d", 2, inputs, filters, kernel_size, strides, padding, data_format,
+                       dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
+                       kernel_regularizer, bias_regularizer, activity_regularizer,
+                       kernel_constraint, bias_constraint, trainable, name, reuse)
+
+
+def conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
+           data_format="channels_last", dilation_rate=(1, 1, 1), activation=None, use_bias=True,
+           kernel_initializer=None, bias_initializer=_ZEROS, kernel_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+    """A 3-D convolution of NDHWC ``inputs`` with ``filters`` output channels (kernel
+    ``[kd, kh, kw, in, filters]``), then the bias and ``activation``."""
+    return _conv_layer("conv3d", 3, inputs, filters, kernel_size, strides, padding, data_format,
+                       dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
+                       kernel_regularizer, bias_regularizer, activity_regularizer,
+                       kernel_constraint, bias_constraint, trainable, name, reuse)
+
+
+def _transposed_size(size, k, stride, padding):
+    """Keras's deconv_output_length: the output size of a transposed convolution."""
+    if size is None:
+        return None
+    return size * stride + (max(k - stride, 0) if padding == "VALID" else 0)
+
+
+def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", activation=None, use_bias=True,
+                     kernel_initializer=None, bias_initializer=_ZEROS, kernel_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """The transpose of a 2-D convolution (a "deconvolution") of NHWC ``inputs``: kernel
+    ``[kh, kw, filters, in]``; "valid" gives ``in * stride + max(k - stride, 0)`` outputs per
+    dimension, "same" ``in * stride``."""
+    inputs, channels = _conv_input(inputs, "conv2d_transpose", 2, data_format)
+    k, strides = _ints(kernel_size, 2, "kernel_size"), _ints(strides, 2, "strides")
+    pad = _padding(padding)
+    with _variables(name, "conv2d_transpose", reuse):
+        kernel = _weights("kernel", list(k) + [filters, channels], inputs.dtype,
                           kernel_initializer or init_ops.glorot_uniform_initializer(),
                           kernel_regularizer, trainable, kernel_constraint)
-        outputs = conv_ops.conv2d(inputs, kernel, strides=[1, sh, sw, 1],
-                                  padding=_padding(padding), dilations=[1, dh, dw, 1])
-        if use_bias:
-            bias = _weights("bias", [filters], inputs.dtype, bias_initializer, bias_regularizer,
-                            trainable, bias_constraint)
-            outputs = nn_ops.bias_add(outputs, bias)
-        return _activity(outputs, activation, activity_regularizer)
+        shape = inputs.get_shape()
+        out = [_transposed_size(shape[i + 1].value, k[i], strides[i], pad) for i in range(2)]
+        if None in out:   # spatial sizes known when run
+            dims = array_ops.shape(inputs)
+            out = [dims[i + 1] * strides[i] + (max(k[i] - strides[i], 0) if pad == "VALID" else 0)
+                   for i in range(2)]
+        batch = shape[0].value if shape[0].value is not None else array_ops.shape(inputs)[0]
+        output_shape = [batch] + out + [filters]
+        if any(is_symbolic(d) for d in output_shape):
+            output_shape = array_ops.stack(output_shape)
+        outputs = conv_ops.conv2d_transpose(inputs, kernel, output_shape, [1, *strides, 1], pad)
+        outputs.set_shape([shape[0].value] + [_transposed_size(shape[i + 1].value, k[i],
+                                                               strides[i], pad)
+                                              for i in range(2)] + [filters])
+        return _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer,
+                          trainable, bias_constraint, activation, activity_regularizer)
 
 
-def _pooling(pool, kind, inputs, pool_size, strides, padding, data_format, name):
+def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", dilation_rate=(1, 1), depth_multiplier=1,
+                     activation=None, use_bias=True, depthwise_initializer=None,
+                     pointwise_initializer=None, bias_initializer=_ZEROS,
+                     depthwise_regularizer=None, pointwise_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                     pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
+                     reuse=None):
+    """A depthwise 2-D convolution (``depthwise_kernel`` [kh, kw, in, depth_multiplier]) then a
+    1x1 one (``pointwise_kernel`` [1, 1, in * depth_multiplier, filters]), bias, activation."""
+    inputs, channels = _conv_input(inputs, "separable_conv2d", 2, data_format)
+    k, strides = _ints(kernel_size, 2, "kernel_size"), _ints(strides, 2, "strides")
+    dilations = _ints(dilation_rate, 2, "dilation_rate")
+    with _variables(name, "separable_conv2d", reuse):
+        depthwise = _weights("depthwise_kernel", list(k) + [channels, depth_multiplier],
+                             inputs.dtype,
+                             depthwise_initializer or init_ops.glorot_uniform_initializer(),
+                             depthwise_regularizer, trainable, depthwise_constraint)
+        pointwise = _weights("pointwise_kernel", [1, 1, channels * depth_multiplier, filters],
+                             inputs.dtype,
+                             pointwise_initializer or init_ops.glorot_uniform_initializer(),
+                             pointwise_regularizer, trainable, pointwise_constraint)
+        outputs = conv_ops.separable_conv2d(inputs, depthwise, pointwise, [1, *strides, 1],
+                                            _padding(padding), rate=list(dilations))
+        return _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer,
+                          trainable, bias_constraint, activation, activity_regularizer)
+
+
+def _pooling(pool, kind, rank, inputs, pool_size, strides, padding, data_format, name):
     _nhwc(data_format, kind)
-    ph, pw = _pair(pool_size, "pool_size")
-    sh, sw = _pair(strides, "strides")
+    size, strides = _ints(pool_size, rank, "pool_size"), _ints(strides, rank, "strides")
     with get_default_graph().name_scope(name or kind):
-        return pool(inputs, ksize=[1, ph, pw, 1], strides=[1, sh, sw, 1],
+        if rank == 1:
+            return pool(inputs, size[0], strides[0], _padding(padding))
+        return pool(inputs, ksize=[1, *size, 1], strides=[1, *strides, 1],
                     padding=_padding(padding))
+
+
+def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):
+    """1-D max pooling of [batch, width, channels] ``inputs``."""
+    return _pooling(conv_ops.max_pool1d, "max_pooling1d", 1, inputs, pool_size, strides, padding,
+                    data_format, name)
+
+
+def average_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                      name=None):
+    """1-D average pooling of [batch, width, channels] ``inputs``."""
+    return _pooling(conv_ops.avg_pool1d, "average_pooling1d", 1, inputs, pool_size, strides,
+                    padding, data_format, name)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                   name=None):
     """2-D max pooling of NHWC ``inputs``."""
-    return _pooling(conv_ops.max_pool, "max_pooling2d", inputs, pool_size, strides, padding,
+    return _pooling(conv_ops.max_pool, "max_pooling2d", 2, inputs, pool_size, strides, padding,
                     data_format, name)
 
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                       name=None):
     """2-D average pooling of NHWC ``inputs``."""
-    return _pooling(conv_ops.avg_pool, "average_pooling2d", inputs, pool_size, strides, padding,
+    return _pooling(conv_ops.avg_pool, "average_pooling2d", 2, inputs, pool_size, strides,
+                    padding, data_format, name)
+
+
+def max_pooling3d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):
+    """3-D max pooling of NDHWC ``inputs``."""
+    return _pooling(conv_ops.max_pool3d, "max_pooling3d", 3, inputs, pool_size, strides, padding,
                     data_format, name)
+
+
+def average_pooling3d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                      name=None):
+    """3-D average pooling of NDHWC ``inputs``."""
+    return _pooling(conv_ops.avg_pool3d, "average_pooling3d", 3, inputs, pool_size, strides,
+                    padding, data_format, name)
+
+
+class _Layer:
+    """A TF1 layer object over one of the functions above (``tf.layers.Conv2D(...)(inputs)``):
+    the first call creates the variables in a scope named ``name`` (default: the layer's kind,
+    made unique), later calls share them."""
+
+    _function = None   # the functional form, e.g. staticmethod(conv2d)
+    _kind = None       # its default scope name
+
+    def __init__(self, *args, name=None, _reuse=None, **kwargs):
+        self._args, self._kwargs = args, kwargs
+        self.name, self._reuse, self._scope = name, _reuse, None
+
+    def __call__(self, inputs):
+        if self._scope is not None:
+            return self._function(inputs, *self._args, name=self._scope, reuse=True,
+                                  **self._kwargs)
+        with _variables(self.name, self._kind, self._reuse) as scope:
+            self._scope = scope
+            self.name = scope.name.split("/")[-1]
+            return self._function(inputs, *self._args, name=scope, reuse=self._reuse,
+                                  **self._kwargs)
+
+    apply = __call__
+
+    def _collection(self, key):
+        if self._scope is None:
+            return []
+        return get_default_graph().get_collection(key, re.escape(self._scope.name + "/"))
+
+    @property
+    def variables(self):
+        return self._collection(GraphKeys.GLOBAL_VARIABLES)
+
+    @property
+    def trainable_variables(self):
+        return self._collection(GraphKeys.TRAINABLE_VARIABLES)
+
+
+class Conv1D(_Layer):
+    """TF1's ``tf.layers.Conv1D``: :func:`conv1d` as a layer object."""
+    _function, _kind = staticmethod(conv1d), "conv1d"
+
+
+class Conv2D(_Layer):
+    """TF1's ``tf.layers.Conv2D``: :func:`conv2d` as a layer object."""
+    _function, _kind = staticmethod(conv2d), "conv2d"
+
+
+class Conv3D(_Layer):
+    """TF1's ``tf.layers.Conv3D``: :func:`conv3d` as a layer object."""
+    _function, _kind = staticmethod(conv3d), "conv3d"
+
+
+class Conv2DTranspose(_Layer):
+    """TF1's ``tf.layers.Conv2DTranspose``: :func:`conv2d_transpose` as a layer object.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     layer = tf.layers.Conv2DTranspose(4, 3, strides=2, padding="same")
+    ...     a, b = layer(tf.zeros([1, 5, 5, 2])), layer(tf.ones([1, 5, 5, 2]))
+    ...     print(a.get_shape().as_list(), [v.op.name for v in layer.variables])
+    [1, 10, 10, 4] ['conv2d_transpose/kernel', 'conv2d_transpose/bias']
+    """
+    _function, _kind = staticmethod(conv2d_transpose), "conv2d_transpose"
+
+
+class SeparableConv2D(_Layer):
+    """TF1's ``tf.layers.SeparableConv2D``: :func:`separable_conv2d` as a layer object."""
+    _function, _kind = staticmethod(separable_conv2d), "separable_conv2d"
 
 
 def flatten(inputs, name=None, data_format="channels_last"):
@@ -441,5 +670,8 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     return layer(inputs, training=training)
 
 
-__all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "dropout",
-           "batch_normalization", "BatchNormalization"]
+__all__ = ["dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "separable_conv2d",
+           "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "SeparableConv2D",
+           "max_pooling1d", "average_pooling1d", "max_pooling2d", "average_pooling2d",
+           "max_pooling3d", "average_pooling3d", "flatten", "dropout", "batch_normalization",
+           "BatchNormalization"]

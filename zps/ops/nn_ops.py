@@ -121,6 +121,38 @@ def relu(features, name=None):
     return make_op("Relu", [_features(features, "Relu", allow_int=True)], name=name or "Relu")
 
 
+def crelu(features, name=None, axis=-1):
+    """Concatenated ReLU: ``relu(concat([features, -features], axis))``, twice as deep.
+
+    >>> import zps as tf
+    >>> tf.Session().run(tf.nn.crelu([[1.0, -2.0]])).tolist()
+    [[1.0, 0.0, 0.0, 2.0]]
+    """
+    features = _features(features, "CRelu")
+    with features.graph.name_scope(name or "CRelu"):
+        return relu(array_ops.concat([features, math_ops.negative(features)], axis))
+
+
+def swish(features, beta=1.0):
+    """``features * sigmoid(beta * features)`` (also called SiLU).
+
+    >>> import zps as tf
+    >>> round(float(tf.Session().run(tf.nn.swish(1.0))), 6)
+    0.731059
+    """
+    features = _features(features, "swish")
+    with features.graph.name_scope("swish"):
+        beta = math_ops.cast(convert_to_tensor(beta, name="beta"), features.dtype)
+        return features * math_ops.sigmoid(beta * features)
+
+
+def relu_layer(x, weights, biases, name=None):
+    """``relu(matmul(x, weights) + biases)``."""
+    x = convert_to_tensor(x)
+    with x.graph.name_scope(name or "relu_layer") as scope:
+        return make_op("Relu", [bias_add(math_ops.matmul(x, weights), biases)], name=scope)
+
+
 # -- Relu6 ---------------------------------------------------------------------------------------
 register_op("Relu6", shape=same_shape,
             kernel=lambda ctx, x: ctx.xp.minimum(ctx.xp.maximum(x, 0), 6),
@@ -658,6 +690,91 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
         return mean, variance
 
 
+def sufficient_statistics(x, axes, shift=None, keep_dims=None, name=None, keepdims=None):
+    """``(count, sum(x - shift), sum((x - shift)^2), shift)`` over ``axes`` (no shift: of ``x``);
+    ``count`` (the number of elements reduced, in ``x``'s dtype) is a constant when the shape
+    along ``axes`` is known. :func:`normalize_moments` turns them into a mean and variance.
+
+    >>> import zps as tf
+    >>> count, m_ss, v_ss, _ = tf.nn.sufficient_statistics(tf.constant([[1.0, 2.0], [3.0, 4.0]]), [0])
+    >>> [v.tolist() for v in tf.Session().run([count, m_ss, v_ss])]
+    [2.0, [4.0, 6.0], [10.0, 20.0]]
+    """
+    keep = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
+    x = convert_to_tensor(x)
+    axes = list(const_axis(axes)) if isinstance(const_axis(axes), list | tuple) else [axes]
+    with x.graph.name_scope(name or "sufficient_statistics"):
+        shape = x.get_shape()
+        if shape.ndims is not None and all(shape[d].value is not None for d in axes):
+            counts = convert_to_tensor(float(np.prod([shape[d].value for d in axes])),
+                                       dtype=x.dtype)
+        else:   # known when run: the product of the reduced dimensions
+            rank = array_ops.rank(x)
+            dims = array_ops.gather(math_ops.cast(array_ops.shape(x), x.dtype),
+                                    [a + rank if a < 0 else a for a in axes])
+            counts = math_ops.reduce_prod(dims, name="count")
+        if shift is not None:
+            shift = convert_to_tensor(shift, dtype=x.dtype)
+            m_ss, v_ss = math_ops.subtract(x, shift), math_ops.squared_difference(x, shift)
+        else:
+            m_ss, v_ss = x, math_ops.square(x)
+        return (counts, math_ops.reduce_sum(m_ss, axes, keepdims=keep, name="mean_ss"),
+                math_ops.reduce_sum(v_ss, axes, keepdims=keep, name="var_ss"), shift)
+
+
+def normalize_moments(counts, mean_ss, variance_ss, shift, name=None):
+    """``(mean, variance)`` from :func:`sufficient_statistics`' count and sums (``shift`` None
+    if they were taken without one).
+
+    >>> import zps as tf
+    >>> mean, var = tf.nn.normalize_moments(2.0, [4.0, 6.0], [10.0, 20.0], None)
+    >>> [v.tolist() for v in tf.Session().run([mean, var])]
+    [[2.0, 3.0], [1.0, 1.0]]
+    """
+    with get_default_graph().name_scope(name or "normalize"):
+        divisor = math_ops.reciprocal(counts, name="divisor")
+        shifted_mean = math_ops.multiply(mean_ss, divisor,
+                                         name="shifted_mean" if shift is not None else "mean")
+        mean = math_ops.add(shifted_mean, shift, name="mean") if shift is not None else shifted_mean
+        variance = math_ops.subtract(math_ops.multiply(variance_ss, divisor),
+                                     math_ops.square(shifted_mean), name="variance")
+        return mean, variance
+
+
+def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keepdims=None):
+    """``(mean, variance)`` of ``x`` over ``axes``, each element counted ``frequency_weights``
+    times (weights broadcast against ``x``).
+
+    >>> import zps as tf
+    >>> mean, var = tf.nn.weighted_moments(tf.constant([1.0, 3.0]), [0], [3.0, 1.0])
+    >>> [float(v) for v in tf.Session().run([mean, var])]
+    [1.5, 0.75]
+    """
+    keep = bool(_deprecated_alias("keepdims", keepdims, "keep_dims", keep_dims))
+    x = convert_to_tensor(x)
+    axes = list(const_axis(axes)) if isinstance(const_axis(axes), list | tuple) else [axes]
+    with x.graph.name_scope(name or "weighted_moments"):
+        y = math_ops.cast(x, _dtypes.float32) if x.dtype == _dtypes.float16 else x
+        weights = math_ops.cast(convert_to_tensor(frequency_weights), y.dtype)
+        # keepdims throughout, so the mean broadcasts against x; the weights broadcast to x's
+        # shape before they are summed (they need only be broadcast-compatible with it).
+        weighted_sum = math_ops.reduce_sum(weights * y, axes, keepdims=True,
+                                           name="weighted_input_sum")
+        sum_of_weights = math_ops.reduce_sum(weights + array_ops.zeros_like(y), axes,
+                                             keepdims=True, name="sum_of_weights")
+        divisor = math_ops.reciprocal(sum_of_weights, name="inv_weight_sum")
+        mean = math_ops.multiply(weighted_sum, divisor)
+        variance = math_ops.multiply(
+            math_ops.reduce_sum(weights * math_ops.squared_difference(y, mean), axes,
+                                keepdims=True, name="weighted_distsq"), divisor)
+        if not keep:
+            mean, variance = array_ops.squeeze(mean, axis=axes), array_ops.squeeze(variance,
+                                                                                   axis=axes)
+        if x.dtype == _dtypes.float16:
+            return math_ops.cast(mean, _dtypes.float16), math_ops.cast(variance, _dtypes.float16)
+        return mean, variance
+
+
 # -- dropout -------------------------------------------------------------------------------------
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     """TF1's dropout: each element of ``x`` is kept with probability ``keep_prob`` and scaled by
@@ -1077,6 +1194,9 @@ tanh = math_ops.tanh
 
 __all__ = [
     "relu",
+    "crelu",
+    "swish",
+    "relu_layer",
     "relu6",
     "elu",
     "selu",
@@ -1094,6 +1214,9 @@ __all__ = [
     "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits",
     "moments",
+    "sufficient_statistics",
+    "normalize_moments",
+    "weighted_moments",
     "dropout",
     "batch_normalization",
     "fused_batch_norm",

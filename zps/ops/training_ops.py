@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 
+from zps.framework import dtypes as _dtypes
 from zps.framework import errors
 from zps.framework.graph import convert_to_tensor, is_symbolic
 from zps.framework.registry import register_op
@@ -224,8 +225,9 @@ def _blocked(ctx, update, arrays, *params):
 def _build(op_type, args, name, **attrs):
     """Create an update op from ``args``: ``(arg name, kind, value)`` in TF1's input order.
 
-    Kinds: "ref" (the variable, then its slots), "scalar" (hyperparameters), "grad", "indices".
-    Python values become constants of the variable's dtype; mismatches raise at build time.
+    Kinds: "ref" (the variable, then its slots), "scalar" (hyperparameters), "grad", "indices",
+    "step" (an int64 scalar: the global step). Python values become constants of the variable's
+    dtype (int64 for "step"); mismatches raise at build time.
     """
     var = _ref_tensor(args[0][2])
     dtype, shape = var.dtype.base_dtype, var.get_shape()
@@ -237,6 +239,12 @@ def _build(op_type, args, name, **attrs):
             if not shape.is_compatible_with(t.get_shape()):
                 raise ValueError("%s: var %s and %s %s must have the same shape, got %s and %s"
                                  % (op_type, var.op.name, arg, t.op.name, shape, t.get_shape()))
+        elif kind == "step":
+            t = convert_to_tensor(value) if is_symbolic(value) else convert_to_tensor(
+                value, dtype=_dtypes.int64)
+            if t.dtype.base_dtype != _dtypes.int64 or t.get_shape().ndims not in (None, 0):
+                raise TypeError("%s: %s must be an int64 scalar, got %s of shape %s"
+                                % (op_type, arg, t.dtype.name, t.get_shape()))
         elif kind == "indices":
             t = convert_to_tensor(value)
             if not t.dtype.is_integer:
@@ -250,7 +258,7 @@ def _build(op_type, args, name, **attrs):
                 raise ValueError("%s: %s must be a scalar, got shape %s" % (op_type, arg, t.get_shape()))
             if kind == "grad":
                 _check_grad_shape(op_type, var, t, sparse)
-        if kind != "indices" and t.dtype.base_dtype != dtype:
+        if kind not in ("indices", "step") and t.dtype.base_dtype != dtype:
             raise TypeError("%s: %s has dtype %s but the variable %s has dtype %s (cast it with "
                             "tf.cast)" % (op_type, arg, t.dtype.name, var.op.name, dtype.name))
         inputs.append(t)
@@ -704,6 +712,242 @@ def sparse_apply_centered_rms_prop(var, mg, ms, mom, lr, rho, momentum, epsilon,
     return _build("SparseApplyCenteredRMSProp",
                   _rms_prop_args(refs, lr, rho, momentum, epsilon, grad, indices), name,
                   use_locking=bool(use_locking))
+
+
+# -- Adadelta (Zeiler 2012; TF1's ApplyAdadelta) ---------------------------------------------
+# accum = accum * rho + g^2 * (1 - rho); update = sqrt(accum_update + eps) / sqrt(accum + eps) * g;
+# var -= update * lr; accum_update = accum_update * rho + update^2 * (1 - rho).
+def _adadelta_update(xp, tmp, tmp2, w, accum, accum_update, g, lr, rho, epsilon):
+    one = rho.dtype.type(1)
+    xp.multiply(g, g, out=tmp)
+    tmp *= one - rho
+    accum *= rho
+    accum += tmp
+    xp.add(accum_update, epsilon, out=tmp)
+    xp.sqrt(tmp, out=tmp)
+    xp.add(accum, epsilon, out=tmp2)
+    xp.sqrt(tmp2, out=tmp2)
+    tmp /= tmp2
+    tmp *= g                          # tmp: the update
+    xp.multiply(tmp, lr, out=tmp2)
+    w -= tmp2
+    tmp *= tmp
+    tmp *= one - rho
+    accum_update *= rho
+    accum_update += tmp
+
+
+def _apply_adadelta_kernel(ctx, var, accum, accum_update, lr, rho, epsilon, grad, use_locking):
+    _check_scalars(lr=lr, rho=rho, epsilon=epsilon)
+    return _apply_dense(ctx, (var, accum, accum_update), grad, use_locking, _adadelta_update, lr,
+                        rho, epsilon)
+
+
+def _sparse_apply_adadelta_kernel(ctx, var, accum, accum_update, lr, rho, epsilon, grad, indices,
+                                  use_locking):
+    _check_scalars(lr=lr, rho=rho, epsilon=epsilon)
+    return _apply_sparse(ctx, (var, accum, accum_update), grad, indices, use_locking,
+                         _adadelta_update, lr, rho, epsilon)
+
+
+_register("ApplyAdadelta", _apply_adadelta_kernel, 3)
+_register("SparseApplyAdadelta", _sparse_apply_adadelta_kernel, 3)
+
+
+def _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices=None):
+    args = [("var", "ref", var), ("accum", "ref", accum), ("accum_update", "ref", accum_update),
+            ("lr", "scalar", lr), ("rho", "scalar", rho), ("epsilon", "scalar", epsilon),
+            ("grad", "grad", grad)]
+    return args + ([("indices", "indices", indices)] if indices is not None else [])
+
+
+def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, use_locking=False, name=None):
+    """Adadelta update of ``var`` and its ``accum``, ``accum_update`` slots in place."""
+    return _build("ApplyAdadelta", _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad),
+                  name, use_locking=bool(use_locking))
+
+
+def sparse_apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, indices,
+                          use_locking=False, name=None):
+    """Adadelta update of the rows ``indices`` of ``var`` and its slots."""
+    return _build("SparseApplyAdadelta",
+                  _adadelta_args(var, accum, accum_update, lr, rho, epsilon, grad, indices), name,
+                  use_locking=bool(use_locking))
+
+
+# -- proximal updates (TF1's ApplyProximalGradientDescent, ApplyProximalAdagrad; FOBOS) ---------
+# prox_v = var - step * g; var = sign(prox_v) * max(|prox_v| - step * l1, 0) / (1 + step * l2),
+# step = alpha (gradient descent) or lr / sqrt(accum) with accum += g^2 first (Adagrad). With
+# l1 = 0 this equals TF1's other branch, prox_v / (1 + step * l2), to the bit (sign(p) * |p| = p),
+# so the kernels never branch on a hyperparameter (which may live on a GPU).
+def _shrink(xp, tmp, w, step_l1):
+    """``w`` (holding prox_v) becomes ``sign(w) * max(|w| - step_l1, 0)``."""
+    xp.abs(w, out=tmp)
+    tmp -= step_l1
+    xp.maximum(tmp, 0, out=tmp)
+    xp.sign(w, out=w)
+    w *= tmp
+
+
+def _proximal_gd_update(xp, tmp, tmp2, w, g, alpha, l1, l2):
+    xp.multiply(g, alpha, out=tmp)
+    w -= tmp
+    _shrink(xp, tmp, w, alpha * l1)
+    w /= alpha * l2 + alpha.dtype.type(1)
+
+
+def _adagrad_rate(xp, out, accum, lr):
+    """``lr * rsqrt(accum)`` into ``out`` (TF1's per-coordinate Adagrad learning rate)."""
+    xp.sqrt(accum, out=out)
+    xp.reciprocal(out, out=out)
+    out *= lr
+
+
+def _proximal_adagrad_update(xp, tmp, tmp2, w, accum, g, lr, l1, l2):
+    xp.multiply(g, g, out=tmp)
+    accum += tmp
+    _adagrad_rate(xp, tmp, accum, lr)
+    xp.multiply(g, tmp, out=tmp2)
+    w -= tmp2
+    tmp *= l1
+    _shrink(xp, tmp2, w, tmp)
+    _adagrad_rate(xp, tmp, accum, lr)   # recomputed: two scratch blocks are all there is
+    tmp *= l2
+    tmp += lr.dtype.type(1)
+    w /= tmp
+
+
+def _proximal_params(**scalars):
+    _check_scalars(**scalars)
+    return tuple(scalars.values())
+
+
+def _apply_proximal_gradient_descent_kernel(ctx, var, alpha, l1, l2, delta, use_locking):
+    return _apply_dense(ctx, (var,), delta, use_locking, _proximal_gd_update,
+                        *_proximal_params(alpha=alpha, l1=l1, l2=l2))
+
+
+def _sparse_apply_proximal_gradient_descent_kernel(ctx, var, alpha, l1, l2, grad, indices,
+                                                   use_locking):
+    return _apply_sparse(ctx, (var,), grad, indices, use_locking, _proximal_gd_update,
+                         *_proximal_params(alpha=alpha, l1=l1, l2=l2))
+
+
+def _apply_proximal_adagrad_kernel(ctx, var, accum, lr, l1, l2, grad, use_locking):
+    return _apply_dense(ctx, (var, accum), grad, use_locking, _proximal_adagrad_update,
+                        *_proximal_params(lr=lr, l1=l1, l2=l2))
+
+
+def _sparse_apply_proximal_adagrad_kernel(ctx, var, accum, lr, l1, l2, grad, indices, use_locking):
+    return _apply_sparse(ctx, (var, accum), grad, indices, use_locking, _proximal_adagrad_update,
+                         *_proximal_params(lr=lr, l1=l1, l2=l2))
+
+
+_register("ApplyProximalGradientDescent", _apply_proximal_gradient_descent_kernel, 1)
+_register("SparseApplyProximalGradientDescent", _sparse_apply_proximal_gradient_descent_kernel, 1)
+_register("ApplyProximalAdagrad", _apply_proximal_adagrad_kernel, 2)
+_register("SparseApplyProximalAdagrad", _sparse_apply_proximal_adagrad_kernel, 2)
+
+
+def _proximal_args(refs, rate, l1, l2, grad, indices):
+    args = list(refs) + [rate, ("l1", "scalar", l1), ("l2", "scalar", l2), ("grad", "grad", grad)]
+    return args + ([("indices", "indices", indices)] if indices is not None else [])
+
+
+def apply_proximal_gradient_descent(var, alpha, l1, l2, delta, use_locking=False, name=None):
+    """``var`` moved by ``-alpha * delta`` then shrunk by L1 ``l1`` and L2 ``l2`` (FOBOS)."""
+    return _build("ApplyProximalGradientDescent",
+                  _proximal_args([("var", "ref", var)], ("alpha", "scalar", alpha), l1, l2, delta,
+                                 None), name, use_locking=bool(use_locking))
+
+
+def sparse_apply_proximal_gradient_descent(var, alpha, l1, l2, grad, indices, use_locking=False,
+                                           name=None):
+    """The proximal gradient descent update of the rows ``indices`` only."""
+    return _build("SparseApplyProximalGradientDescent",
+                  _proximal_args([("var", "ref", var)], ("alpha", "scalar", alpha), l1, l2, grad,
+                                 indices), name, use_locking=bool(use_locking))
+
+
+def apply_proximal_adagrad(var, accum, lr, l1, l2, grad, use_locking=False, name=None):
+    """Proximal Adagrad (FOBOS with Adagrad's rates) of ``var`` and its ``accum`` slot in place."""
+    return _build("ApplyProximalAdagrad",
+                  _proximal_args([("var", "ref", var), ("accum", "ref", accum)],
+                                 ("lr", "scalar", lr), l1, l2, grad, None),
+                  name, use_locking=bool(use_locking))
+
+
+def sparse_apply_proximal_adagrad(var, accum, lr, l1, l2, grad, indices, use_locking=False,
+                                  name=None):
+    """The proximal Adagrad update of the rows ``indices`` of ``var`` and ``accum``."""
+    return _build("SparseApplyProximalAdagrad",
+                  _proximal_args([("var", "ref", var), ("accum", "ref", accum)],
+                                 ("lr", "scalar", lr), l1, l2, grad, indices),
+                  name, use_locking=bool(use_locking))
+
+
+# -- AdagradDA (Adagrad dual averaging, Duchi et al. 2011; TF1's ApplyAdagradDA) --------------
+# g_acc += g; gg_acc += g^2; with T the global step:
+# var = -lr * sign(g_acc) * max(|g_acc| - T * l1, 0) / (l2 * (T * lr) + sqrt(gg_acc))
+# (l1 = 0: -lr * g_acc / (...), the same to the bit, as for the proximal updates above).
+def _adagrad_da_update(xp, tmp, tmp2, w, g_acc, gg_acc, g, lr, l1, l2, step):
+    g_acc += g
+    xp.multiply(g, g, out=tmp)
+    gg_acc += tmp
+    xp.sqrt(gg_acc, out=tmp2)
+    tmp2 += l2 * (step * lr)
+    xp.copyto(w, g_acc)
+    _shrink(xp, tmp, w, step * l1)
+    w *= -lr
+    w /= tmp2
+
+
+def _adagrad_da_params(lr, l1, l2, global_step):
+    _check_scalars(lr=lr, l1=l1, l2=l2, global_step=global_step)
+    # The step is a host value (HOST_INPUTS on a GPU): one Python float, of the var's dtype.
+    return lr, l1, l2, lr.dtype.type(int(global_step))
+
+
+def _apply_adagrad_da_kernel(ctx, var, g_acc, gg_acc, grad, lr, l1, l2, global_step, use_locking):
+    return _apply_dense(ctx, (var, g_acc, gg_acc), grad, use_locking, _adagrad_da_update,
+                        *_adagrad_da_params(lr, l1, l2, global_step))
+
+
+def _sparse_apply_adagrad_da_kernel(ctx, var, g_acc, gg_acc, grad, indices, lr, l1, l2,
+                                    global_step, use_locking):
+    return _apply_sparse(ctx, (var, g_acc, gg_acc), grad, indices, use_locking,
+                         _adagrad_da_update, *_adagrad_da_params(lr, l1, l2, global_step))
+
+
+_register("ApplyAdagradDA", _apply_adagrad_da_kernel, 3)
+_register("SparseApplyAdagradDA", _sparse_apply_adagrad_da_kernel, 3)
+
+
+def _adagrad_da_args(var, g_acc, gg_acc, grad, indices, lr, l1, l2, global_step):
+    args = [("var", "ref", var), ("gradient_accumulator", "ref", g_acc),
+            ("gradient_squared_accumulator", "ref", gg_acc), ("grad", "grad", grad)]
+    if indices is not None:
+        args.append(("indices", "indices", indices))
+    return args + [("lr", "scalar", lr), ("l1", "scalar", l1), ("l2", "scalar", l2),
+                   ("global_step", "step", global_step)]
+
+
+def apply_adagrad_da(var, gradient_accumulator, gradient_squared_accumulator, grad, lr, l1, l2,
+                     global_step, use_locking=False, name=None):
+    """Adagrad dual-averaging update of ``var`` from its accumulators at step ``global_step``."""
+    return _build("ApplyAdagradDA",
+                  _adagrad_da_args(var, gradient_accumulator, gradient_squared_accumulator, grad,
+                                   None, lr, l1, l2, global_step),
+                  name, use_locking=bool(use_locking))
+
+
+def sparse_apply_adagrad_da(var, gradient_accumulator, gradient_squared_accumulator, grad, indices,
+                            lr, l1, l2, global_step, use_locking=False, name=None):
+    """The Adagrad dual-averaging update of the rows ``indices`` only."""
+    return _build("SparseApplyAdagradDA",
+                  _adagrad_da_args(var, gradient_accumulator, gradient_squared_accumulator, grad,
+                                   indices, lr, l1, l2, global_step),
+                  name, use_locking=bool(use_locking))
 
 
 # The raw update ops are not part of TF1's public namespace (optimizers use them); import them

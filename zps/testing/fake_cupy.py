@@ -256,8 +256,9 @@ def _wrap(a, dev):
         return out
     if isinstance(a, _np.generic):
         return _wrap(_np.asarray(a), dev)
-    if cls is tuple or cls is list:
-        return cls(_wrap(v, dev) for v in a)
+    if isinstance(a, tuple | list):
+        # numpy.linalg returns named tuples (QRResult ...) where cupy returns plain ones
+        return (list if cls is list else tuple)(_wrap(v, dev) for v in a)
     return a
 
 

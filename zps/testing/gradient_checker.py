@@ -84,7 +84,7 @@ def check_gradients(case):
 
 
 def _numeric_gradient(sess, proj, phs, values, i, delta):
-    x = values[i].astype(np.float64)
+    x = np.array(values[i], dtype=np.float64, order="C")   # flat below must be a view of x
     grad = np.zeros_like(x)
     flat = x.reshape(-1)
     gflat = grad.reshape(-1)

@@ -3,7 +3,9 @@
 from zps.distributed.cluster_spec import ClusterSpec  # noqa: F401
 from zps.distributed.server import Server  # noqa: F401
 from zps.summary import FileWriterCache as SummaryWriterCache  # noqa: F401 - TF1's tf.train name
+from zps.train.adadelta import *  # noqa: F403
 from zps.train.adagrad import *  # noqa: F403
+from zps.train.adagrad_da import *  # noqa: F403
 from zps.train.adam import *  # noqa: F403
 from zps.train.basic_session_run_hooks import *  # noqa: F403
 from zps.train.checkpoint_management import *  # noqa: F403
@@ -18,6 +20,7 @@ from zps.train.monitored_session import *  # noqa: F403
 from zps.train.moving_averages import *  # noqa: F403
 from zps.train.optimizer import *  # noqa: F403
 from zps.train.profiler_hook import *  # noqa: F403
+from zps.train.proximal import *  # noqa: F403
 from zps.train.queue_runner import *  # noqa: F403
 from zps.train.rmsprop import *  # noqa: F403
 from zps.train.saver import *  # noqa: F403

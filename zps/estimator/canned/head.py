@@ -1,0 +1,158 @@
+"""Heads: how logits become predictions, a loss, metrics and a train op (TF1's canned heads).
+
+The loss of a batch is the per-example loss weighted and reduced by ``loss_reduction`` (TF1's v1
+canned estimators default to ``Reduction.SUM``: summed over the batch); ``average_loss`` is the
+weighted mean per-example loss over the whole evaluation.
+"""
+
+from zps.estimator.model_fn import EstimatorSpec, ModeKeys
+from zps.framework import dtypes
+from zps.ops import array_ops, losses_impl, math_ops, metrics_impl, nn_ops, string_ops
+
+LOSS_MEAN = "average_loss"
+ACCURACY = "accuracy"
+ACCURACY_BASELINE = "accuracy_baseline"
+AUC = "auc"
+AUC_PR = "auc_precision_recall"
+PRECISION = "precision"
+RECALL = "recall"
+LABEL_MEAN = "label/mean"
+PREDICTION_MEAN = "prediction/mean"
+
+
+class _Head:
+    """What the heads share: labels and weights in, an EstimatorSpec out."""
+
+    def __init__(self, logits_dimension, weight_column, loss_reduction):
+        losses_impl.Reduction.validate(loss_reduction)
+        if loss_reduction == losses_impl.Reduction.NONE:
+            raise ValueError("Invalid loss_reduction: none. A head needs a scalar loss.")
+        self.logits_dimension = logits_dimension
+        self._weight_column = weight_column
+        self._loss_reduction = loss_reduction
+
+    def create_estimator_spec(self, features, mode, logits, labels=None, train_op_fn=None):
+        predictions = self._predictions(logits)
+        if mode == ModeKeys.PREDICT:
+            return EstimatorSpec(mode, predictions=predictions)
+        if labels is None:
+            raise ValueError("You must provide a labels Tensor. Given: None. Suggested "
+                             "troubleshooting steps: check that your data contain your label "
+                             "feature, and that input_fn returns (features, labels).")
+        labels = self._labels(labels)
+        unreduced = self._unreduced_loss(labels, logits)
+        weights = self._weights(features, unreduced)
+        loss = losses_impl.compute_weighted_loss(
+            unreduced, weights=1.0 if weights is None else weights,
+            reduction=self._loss_reduction)
+        if mode == ModeKeys.EVAL:
+            metrics = {LOSS_MEAN: metrics_impl.mean(unreduced, weights=weights)}
+            metrics.update(self._metrics(labels, predictions, weights))
+            return EstimatorSpec(mode, predictions=predictions, loss=loss,
+                                 eval_metric_ops=metrics)
+        if train_op_fn is None:
+            raise ValueError("train_op_fn cannot be None in TRAIN mode.")
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op_fn(loss))
+
+    def _weights(self, features, like):
+        if self._weight_column is None:
+            return None
+        key = getattr(self._weight_column, "key", self._weight_column)
+        if key not in features:
+            raise ValueError("weight_column %r is not a feature: the features are %s."
+                             % (key, sorted(features)))
+        weights = math_ops.cast(array_ops.reshape(features[key], [-1, 1]), dtypes.float32)
+        return weights * array_ops.ones_like(like)
+
+    def _labels(self, labels):
+        return array_ops.reshape(labels, [-1, self.logits_dimension])
+
+
+class RegressionHead(_Head):
+    """Mean squared error over ``label_dimension`` outputs: ``{"predictions": logits}``."""
+
+    def _labels(self, labels):
+        return math_ops.cast(super()._labels(labels), dtypes.float32)
+
+    def _predictions(self, logits):
+        return {"predictions": logits}
+
+    def _unreduced_loss(self, labels, logits):
+        return math_ops.squared_difference(logits, labels)
+
+    def _metrics(self, labels, predictions, weights):
+        return {PREDICTION_MEAN: metrics_impl.mean(predictions["predictions"], weights=weights),
+                LABEL_MEAN: metrics_impl.mean(labels, weights=weights)}
+
+
+class BinaryClassHead(_Head):
+    """Sigmoid cross entropy on one logit per example; labels are 0 or 1."""
+
+    def __init__(self, weight_column, loss_reduction):
+        super().__init__(1, weight_column, loss_reduction)
+
+    def _labels(self, labels):
+        return math_ops.cast(array_ops.reshape(labels, [-1, 1]), dtypes.float32)
+
+    def _predictions(self, logits):
+        two_class_logits = array_ops.concat([array_ops.zeros_like(logits), logits], axis=-1)
+        class_ids = array_ops.expand_dims(math_ops.argmax(two_class_logits, axis=-1), -1)
+        return {"logits": logits, "logistic": math_ops.sigmoid(logits),
+                "probabilities": nn_ops.softmax(two_class_logits), "class_ids": class_ids,
+                "classes": string_ops.as_string(class_ids)}
+
+    def _unreduced_loss(self, labels, logits):
+        return nn_ops.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+
+    def _metrics(self, labels, predictions, weights):
+        class_ids = math_ops.cast(predictions["class_ids"], dtypes.float32)
+        logistic = predictions["logistic"]
+        label_mean, label_mean_update = metrics_impl.mean(labels, weights=weights)
+        baseline = math_ops.maximum(label_mean, 1.0 - label_mean)
+        return {
+            ACCURACY: metrics_impl.accuracy(labels, class_ids, weights=weights),
+            PRECISION: metrics_impl.precision(labels, class_ids, weights=weights),
+            RECALL: metrics_impl.recall(labels, class_ids, weights=weights),
+            PREDICTION_MEAN: metrics_impl.mean(logistic, weights=weights),
+            LABEL_MEAN: (label_mean, label_mean_update),
+            ACCURACY_BASELINE: (baseline, label_mean_update),
+            AUC: metrics_impl.auc(labels, logistic, weights=weights, curve="ROC"),
+            AUC_PR: metrics_impl.auc(labels, logistic, weights=weights, curve="PR"),
+        }
+
+
+class MultiClassHead(_Head):
+    """Softmax cross entropy over ``n_classes`` logits; labels are class ids in [0, n_classes)."""
+
+    def _labels(self, labels):
+        return math_ops.cast(array_ops.reshape(labels, [-1, 1]), dtypes.int64)
+
+    def _predictions(self, logits):
+        class_ids = array_ops.expand_dims(math_ops.argmax(logits, axis=-1), -1)
+        return {"logits": logits, "probabilities": nn_ops.softmax(logits),
+                "class_ids": class_ids, "classes": string_ops.as_string(class_ids)}
+
+    def _unreduced_loss(self, labels, logits):
+        return array_ops.expand_dims(nn_ops.sparse_softmax_cross_entropy_with_logits(
+            labels=array_ops.squeeze(labels, [-1]), logits=logits), -1)
+
+    def _metrics(self, labels, predictions, weights):
+        return {ACCURACY: metrics_impl.accuracy(labels, predictions["class_ids"], weights=weights)}
+
+
+def classification_head(n_classes, weight_column, label_vocabulary, loss_reduction):
+    """The binary head for 2 classes, else the multi-class one."""
+    if label_vocabulary is not None:
+        raise NotImplementedError("label_vocabulary is not supported by zps's canned "
+                                  "estimators: map the labels to class ids in input_fn.")
+    if n_classes is None or n_classes < 2:
+        raise ValueError("n_classes must be > 1 for classification: %s" % (n_classes,))
+    if n_classes == 2:
+        return BinaryClassHead(weight_column, loss_reduction)
+    return MultiClassHead(n_classes, weight_column, loss_reduction)
+
+
+def regression_head(label_dimension, weight_column, loss_reduction):
+    if label_dimension < 1:
+        raise ValueError("Invalid label_dimension %s." % (label_dimension,))
+    return RegressionHead(label_dimension, weight_column, loss_reduction)

@@ -1,0 +1,513 @@
+"""``Estimator``: trains, evaluates and predicts with a ``model_fn``, checkpointing in ``model_dir``.
+
+>>> import tempfile, numpy as np, zps as tf
+>>> def model_fn(features, labels, mode):
+...     w = tf.get_variable("w", [1, 1], initializer=tf.zeros_initializer())
+...     pred = tf.matmul(features["x"], w)
+...     loss = tf.reduce_mean(tf.square(pred - labels)) if labels is not None else None
+...     train_op = (tf.train.GradientDescentOptimizer(0.1).minimize(
+...         loss, tf.train.get_global_step()) if mode == tf.estimator.ModeKeys.TRAIN else None)
+...     return tf.estimator.EstimatorSpec(mode, {"y": pred}, loss, train_op)
+>>> def input_fn():
+...     x = np.ones([4, 1], np.float32)
+...     return tf.data.Dataset.from_tensor_slices(({"x": x}, 2 * x)).batch(2).repeat()
+>>> est = tf.estimator.Estimator(model_fn, tempfile.mkdtemp())
+>>> est = est.train(input_fn, steps=3)
+>>> int(est.get_variable_value("global_step"))
+3
+>>> sorted(est.evaluate(input_fn, steps=2))
+['global_step', 'loss']
+
+As TF1's Estimator, each call builds a new graph: ``input_fn`` (a Dataset, or ``(features,
+labels)``), then ``model_fn`` (any subset of ``features, labels, mode, params, config``), and runs
+it in a MonitoredSession: training restores the latest checkpoint of ``model_dir`` and saves
+there; evaluation and prediction restore it.
+"""
+
+import copy
+import logging
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from zps.data.dataset import Dataset
+from zps.data.iterator import make_initializable_iterator
+from zps.estimator import model_fn as model_fn_lib
+from zps.estimator.model_fn import EstimatorSpec, ModeKeys
+from zps.estimator.run_config import RunConfig, TaskType
+from zps.estimator.util import fn_args
+from zps.framework.dtypes import int64
+from zps.framework.graph import Graph, GraphKeys
+from zps.ops import control_flow_ops, metrics_impl, random_ops, state_ops, summary_ops, variables
+from zps.summary import FileWriterCache
+from zps.train import basic_session_run_hooks as hooks_lib
+from zps.train import checkpoint_management, training_util
+from zps.train.device_setter import STANDARD_PS_OPS, replica_device_setter
+from zps.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+)
+from zps.train.saver import Saver
+from zps.train.session_run_hook import SessionRunArgs, SessionRunHook
+
+__all__ = ["Estimator", "WarmStartSettings"]
+
+_logger = logging.getLogger("zps.estimator")
+
+_VALID_MODEL_FN_ARGS = {"features", "labels", "mode", "params", "self", "config"}
+_EVAL_STEP_KEY = "eval_step"
+
+
+class WarmStartSettings:
+    """Where ``Estimator(warm_start_from=...)`` takes initial values from: the variables matching
+    ``vars_to_warm_start`` (a regex over the trainable variables, or a list of regexes over all
+    global variables) start from ``ckpt_to_initialize_from`` (a checkpoint or a directory),
+    renamed by ``var_name_to_prev_var_name``. Vocabulary remapping is not supported."""
+
+    def __init__(self, ckpt_to_initialize_from, vars_to_warm_start=".*",
+                 var_name_to_vocab_info=None, var_name_to_prev_var_name=None):
+        if not ckpt_to_initialize_from:
+            raise ValueError("`ckpt_to_initialize_from` MUST be set in WarmStartSettings")
+        if var_name_to_vocab_info:
+            raise NotImplementedError("zps's WarmStartSettings does not remap vocabularies "
+                                      "(var_name_to_vocab_info): warm-start those variables "
+                                      "with tf.train.init_from_checkpoint in model_fn instead.")
+        self.ckpt_to_initialize_from = ckpt_to_initialize_from
+        self.vars_to_warm_start = vars_to_warm_start
+        self.var_name_to_prev_var_name = dict(var_name_to_prev_var_name or {})
+
+    def warm_start(self, graph):
+        """Make the initializers of the selected variables of ``graph`` read the checkpoint."""
+        if isinstance(self.vars_to_warm_start, str):
+            chosen = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES, self.vars_to_warm_start)
+        else:
+            chosen = [v for scope in self.vars_to_warm_start
+                      for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES, scope)]
+        names = {v.op.name: v for v in chosen}
+        assignment = {self.var_name_to_prev_var_name.get(name, name): var
+                      for name, var in sorted(names.items())}
+        _logger.info("Warm-starting %d variables from %s.", len(assignment),
+                     self.ckpt_to_initialize_from)
+        checkpoint_management.init_from_checkpoint(self.ckpt_to_initialize_from, assignment)
+
+
+class Estimator:
+    """TF1's ``tf.estimator.Estimator``: a model given by ``model_fn``, trained, evaluated and
+    served from the checkpoints of ``model_dir`` (a temporary directory when none is given).
+    See the module docstring for an example."""
+
+    def __init__(self, model_fn, model_dir=None, config=None, params=None, warm_start_from=None):
+        if model_fn is None:
+            raise ValueError("model_fn must be provided to Estimator.")
+        if not callable(model_fn):
+            raise TypeError("model_fn must be callable, given: %r" % (model_fn,))
+        config = RunConfig() if config is None else config
+        if not isinstance(config, RunConfig):
+            raise ValueError("config must be an instance of `RunConfig`, but provided %r."
+                             % (config,))
+        if model_dir and config.model_dir and model_dir != config.model_dir:
+            raise ValueError("`model_dir` are set both in constructor and `RunConfig`, but with "
+                             "different values. In constructor: '%s', in `RunConfig`: '%s'."
+                             % (model_dir, config.model_dir))
+        model_dir = model_dir or config.model_dir
+        if not model_dir:
+            model_dir = tempfile.mkdtemp()
+            _logger.warning("Using temporary folder as model directory: %s", model_dir)
+        self._config = config.replace(model_dir=model_dir)
+        self._model_dir = model_dir
+        _verify_modelfn_args(model_fn, params)
+        self._model_fn = model_fn
+        self._params = copy.deepcopy(params or {})
+        if isinstance(warm_start_from, str):
+            warm_start_from = WarmStartSettings(warm_start_from)
+        if warm_start_from is not None and not isinstance(warm_start_from, WarmStartSettings):
+            raise ValueError("warm_start_from must be a string or a WarmStartSettings, instead "
+                             "got %r" % (warm_start_from,))
+        self._warm_start_settings = warm_start_from
+        self._device_fn = self._config.device_fn or _replica_device_setter(self._config)
+
+    model_dir = property(lambda self: self._model_dir)
+    config = property(lambda self: copy.deepcopy(self._config))
+    params = property(lambda self: copy.deepcopy(self._params))
+    model_fn = property(lambda self: self._model_fn)
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def latest_checkpoint(self):
+        """The path of the latest checkpoint of ``model_dir``, or None."""
+        return checkpoint_management.latest_checkpoint(self._model_dir)
+
+    def get_variable_names(self):
+        """The names of the variables of the latest checkpoint."""
+        self._check_checkpoint_available()
+        return [name for name, _ in checkpoint_management.list_variables(self._model_dir)]
+
+    def get_variable_value(self, name):
+        """The value (a numpy array) of variable ``name`` in the latest checkpoint."""
+        self._check_checkpoint_available()
+        return checkpoint_management.load_variable(self._model_dir, name)
+
+    def eval_dir(self, name=None):
+        """The directory evaluation summaries are written to."""
+        return os.path.join(self._model_dir, "eval" if not name else "eval_" + name)
+
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, *args, **kwargs):
+        """Not supported: zps writes no SavedModels."""
+        raise NotImplementedError(
+            "zps does not write SavedModels (export_saved_model / export_savedmodel): serve the "
+            "model from its checkpoints in %s, e.g. with Estimator.predict(input_fn, "
+            "checkpoint_path=...) or tf.train.Saver().restore in the serving program."
+            % self._model_dir)
+
+    export_savedmodel = export_saved_model   # TF1's older name
+
+    def _check_checkpoint_available(self):
+        if not self.latest_checkpoint():
+            raise ValueError("Could not find trained model in model_dir: %s." % self._model_dir)
+
+    # -- train ------------------------------------------------------------------------------------
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        """Train for ``steps`` more steps, or until the global step is ``max_steps``, or until
+        ``input_fn``'s data ends; returns self."""
+        if self._config.task_type in (TaskType.EVALUATOR, TaskType.PS):
+            raise ValueError("Train has been called wrong configuration. Please use "
+                             "tf.estimator.train_and_evaluate which calls proper API according "
+                             "to given configuration. Current configuration: %r." % self._config)
+        hooks = _check_hooks_type(hooks)
+        saving_listeners = _check_listeners_type(saving_listeners)
+        if steps is not None and max_steps is not None:
+            raise ValueError("Can not provide both steps and max_steps.")
+        if steps is not None and steps <= 0:
+            raise ValueError("Must specify steps > 0, given: %r" % (steps,))
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError("Must specify max_steps > 0, given: %r" % (max_steps,))
+        if max_steps is not None and max_steps <= self._checkpointed_global_step():
+            _logger.info("Skipping training since max_steps has already saved.")
+            return self
+        if steps is not None or max_steps is not None:
+            hooks.append(hooks_lib.StopAtStepHook(num_steps=steps, last_step=max_steps))
+        loss = self._train_model(input_fn, hooks, saving_listeners)
+        _logger.info("Loss for final step: %s.", loss)
+        return self
+
+    def _checkpointed_global_step(self):
+        path = self.latest_checkpoint()
+        if not path:
+            return 0
+        try:
+            return int(checkpoint_management.load_variable(path, GraphKeys.GLOBAL_STEP))
+        except (ValueError, KeyError, OSError):
+            return 0
+
+    def _train_model(self, input_fn, hooks, saving_listeners):
+        with Graph().as_default() as g, g.device(self._device_fn):
+            self._new_graph_setup(g)
+            features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
+            spec = self._call_model_fn(features, labels, ModeKeys.TRAIN)
+            if self._warm_start_settings:
+                self._warm_start_settings.warm_start(g)
+            return self._train_with_spec(g, spec, input_hooks + hooks, saving_listeners)
+
+    def _train_with_spec(self, g, spec, worker_hooks, saving_listeners):
+        global_step = training_util.get_global_step(g)
+        if not any(s.op.name == "loss" for s in g.get_collection(GraphKeys.SUMMARIES)):
+            summary_ops.scalar("loss", spec.loss)
+        g.add_to_collection(GraphKeys.LOSSES, spec.loss)
+        worker_hooks = list(worker_hooks) + [hooks_lib.NanTensorHook(spec.loss)]
+        if self._config.log_step_count_steps is not None:
+            worker_hooks.append(hooks_lib.LoggingTensorHook(
+                {"loss": spec.loss, "step": global_step},
+                every_n_iter=self._config.log_step_count_steps))
+        worker_hooks.extend(spec.training_hooks)
+        if not (spec.scaffold.saver or g.get_collection(GraphKeys.SAVERS)):
+            g.add_to_collection(GraphKeys.SAVERS, Saver(
+                sharded=True, max_to_keep=self._config.keep_checkpoint_max,
+                keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours,
+                defer_build=True, save_relative_paths=True))
+        chief_hooks = []
+        saver_hooks = [h for h in worker_hooks + list(spec.training_chief_hooks)
+                       if isinstance(h, hooks_lib.CheckpointSaverHook)]
+        if (self._config.save_checkpoints_secs or self._config.save_checkpoints_steps) \
+                and not saver_hooks:
+            chief_hooks = [hooks_lib.CheckpointSaverHook(
+                self._model_dir, save_secs=self._config.save_checkpoints_secs,
+                save_steps=self._config.save_checkpoints_steps, scaffold=spec.scaffold)]
+            saver_hooks = chief_hooks
+        if saving_listeners:
+            if not saver_hooks:
+                raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. "
+                                 "Please set one of the RunConfig.save_checkpoints_steps or "
+                                 "RunConfig.save_checkpoints_secs.")
+            saver_hooks[0]._listeners.extend(saving_listeners)
+        loss, any_step_done = None, False
+        with MonitoredTrainingSession(
+                master=self._config.master, is_chief=self._config.is_chief,
+                checkpoint_dir=self._model_dir, scaffold=spec.scaffold, hooks=worker_hooks,
+                chief_only_hooks=chief_hooks + list(spec.training_chief_hooks),
+                save_checkpoint_secs=0, save_summaries_steps=self._config.save_summary_steps,
+                config=self._config.session_config,
+                max_wait_secs=self._config.session_creation_timeout_secs,
+                log_step_count_steps=self._config.log_step_count_steps) as sess:
+            while not sess.should_stop():
+                _, loss = sess.run([spec.train_op, spec.loss])
+                any_step_done = True
+        if not any_step_done:
+            _logger.warning("Training with estimator made no steps. Perhaps input is empty or "
+                            "misspecified.")
+        return loss
+
+    # -- evaluate ---------------------------------------------------------------------------------
+    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+        """Run the ``eval_metric_ops`` over ``input_fn``'s data (until it ends, or ``steps``
+        batches) with the latest checkpoint (or ``checkpoint_path``); returns a dict of the
+        metrics plus ``loss`` (the mean of the batch losses) and ``global_step``."""
+        hooks = _check_hooks_type(hooks)
+        if steps is not None:
+            if steps <= 0:
+                raise ValueError("Must specify steps > 0, given: %r" % (steps,))
+            hooks.append(_StopAfterNEvalsHook(steps))
+        if not checkpoint_path:
+            checkpoint_path = self.latest_checkpoint()
+            if not checkpoint_path:
+                _logger.info("Could not find trained model in model_dir: %s, running "
+                             "initialization to evaluate.", self._model_dir)
+        with Graph().as_default() as g:
+            self._new_graph_setup(g)
+            features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
+            spec = self._call_model_fn(features, labels, ModeKeys.EVAL)
+            if not checkpoint_path and self._warm_start_settings:
+                self._warm_start_settings.warm_start(g)
+            if model_fn_lib.LOSS_METRIC_KEY in spec.eval_metric_ops:
+                raise ValueError("Metric with name \"%s\" is not allowed, because Estimator "
+                                 "already defines a default metric with the same name."
+                                 % model_fn_lib.LOSS_METRIC_KEY)
+            metric_ops = dict(spec.eval_metric_ops)
+            metric_ops[model_fn_lib.LOSS_METRIC_KEY] = metrics_impl.mean(spec.loss)
+            final_ops = {key: value for key, (value, _) in metric_ops.items()}
+            final_ops[GraphKeys.GLOBAL_STEP] = training_util.get_global_step(g)
+            eval_step = variables.Variable(0, dtype=int64, trainable=False, name=_EVAL_STEP_KEY,
+                                           collections=[GraphKeys.LOCAL_VARIABLES])
+            update = control_flow_ops.group(*[op for _, op in metric_ops.values()])
+            with g.control_dependencies([update]):
+                evals_completed = state_ops.assign_add(eval_step, 1)
+            for hook in hooks:
+                if isinstance(hook, _StopAfterNEvalsHook):
+                    hook.evals_completed = evals_completed
+            scaffold = spec.scaffold
+            if scaffold.local_init_op is not None:
+                # The metrics' and eval_step's local variables need initializing too.
+                scaffold = Scaffold(local_init_op=control_flow_ops.group(
+                    scaffold.local_init_op, Scaffold.default_local_init_op()),
+                    copy_from_scaffold=scaffold)
+            final_hook = hooks_lib.FinalOpsHook(final_ops)
+            all_hooks = input_hooks + hooks + list(spec.evaluation_hooks) + [final_hook]
+            _logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
+            with self._session(scaffold, checkpoint_path, all_hooks,
+                               self._config.evaluation_master) as sess:
+                while not sess.should_stop():
+                    sess.run(evals_completed)
+        results = final_hook.final_ops_values
+        _logger.info("Saving dict for global step %s: %s", results[GraphKeys.GLOBAL_STEP],
+                     ", ".join("%s = %s" % kv for kv in sorted(results.items())))
+        _write_dict_to_summary(self.eval_dir(name), results, results[GraphKeys.GLOBAL_STEP])
+        return results
+
+    # -- predict ----------------------------------------------------------------------------------
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None,
+                yield_single_examples=True):
+        """Yield the predictions for ``input_fn``'s features (labels are ignored) with the
+        latest checkpoint (or ``checkpoint_path``): one dict (or value) per example, or per
+        batch with ``yield_single_examples=False``."""
+        hooks = _check_hooks_type(hooks)
+        if not checkpoint_path:
+            checkpoint_path = self.latest_checkpoint()
+            if not checkpoint_path:
+                _logger.info("Could not find trained model in model_dir: %s, running "
+                             "initialization to predict.", self._model_dir)
+        with Graph().as_default() as g:
+            self._new_graph_setup(g)
+            features, _, input_hooks = self._input(input_fn, ModeKeys.PREDICT)
+            if not input_hooks and not g.get_collection(GraphKeys.QUEUE_RUNNERS):
+                _logger.warning("Input graph does not use tf.data.Dataset or contain a "
+                                "QueueRunner. That means predict yields forever. This is "
+                                "probably a mistake.")
+            spec = self._call_model_fn(features, None, ModeKeys.PREDICT)
+            if not checkpoint_path and self._warm_start_settings:
+                self._warm_start_settings.warm_start(g)
+            predictions = _extract_keys(spec.predictions, predict_keys)
+            all_hooks = input_hooks + hooks + list(spec.prediction_hooks)
+            with self._session(spec.scaffold, checkpoint_path, all_hooks,
+                               self._config.master) as sess:
+                while not sess.should_stop():
+                    values = sess.run(predictions)
+                    if not yield_single_examples:
+                        yield values
+                    elif not isinstance(predictions, dict):
+                        yield from values
+                    else:
+                        for i in range(_batch_length(values)):
+                            yield {key: value[i] for key, value in values.items()}
+
+    # -- shared -----------------------------------------------------------------------------------
+    def _new_graph_setup(self, g):
+        random_ops.set_random_seed(self._config.tf_random_seed)
+        step = training_util.create_global_step(g)
+        training_util.assert_global_step(step)
+        hooks_lib._get_or_create_global_step_read(g)
+
+    def _session(self, scaffold, checkpoint_path, hooks, master):
+        return MonitoredSession(session_creator=ChiefSessionCreator(
+            scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path, master=master,
+            config=self._config.session_config), hooks=hooks)
+
+    def _call_fn_kwargs(self, fn, mode):
+        args = fn_args(fn)
+        kwargs = {}
+        if "mode" in args:
+            kwargs["mode"] = mode
+        if "params" in args:
+            kwargs["params"] = self.params
+        if "config" in args:
+            kwargs["config"] = self.config
+        return args, kwargs
+
+    def _input(self, input_fn, mode):
+        """``(features, labels, hooks)`` from ``input_fn``: a Dataset is read through an
+        initializable iterator (initialized by a hook), a tuple is ``(features, labels)``."""
+        if not callable(input_fn):
+            raise TypeError("input_fn must be callable, given: %r" % (input_fn,))
+        _, kwargs = self._call_fn_kwargs(input_fn, mode)
+        result = input_fn(**kwargs)
+        hooks = []
+        if isinstance(result, Dataset):
+            iterator = make_initializable_iterator(result)
+            hooks.append(_DatasetInitializerHook(iterator))
+            result = iterator.get_next()
+        if isinstance(result, (list, tuple)):
+            if len(result) != 2:
+                raise ValueError("input_fn should return (features, labels) as a len 2 tuple, "
+                                 "got a sequence of %d elements." % len(result))
+            return result[0], result[1], hooks
+        return result, None, hooks
+
+    def _call_model_fn(self, features, labels, mode):
+        args, kwargs = self._call_fn_kwargs(self._model_fn, mode)
+        if "labels" in args:
+            kwargs["labels"] = labels
+        elif labels is not None:
+            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+        spec = self._model_fn(features=features, **kwargs)
+        if not isinstance(spec, EstimatorSpec):
+            raise ValueError("model_fn should return an EstimatorSpec, returned %r." % (spec,))
+        return spec
+
+
+def _verify_modelfn_args(model_fn, params):
+    args = set(fn_args(model_fn))
+    if "features" not in args:
+        raise ValueError("model_fn (%s) must include features argument." % (model_fn,))
+    if params is not None and "params" not in args:
+        raise ValueError("model_fn (%s) does not include params argument, but params (%s) is "
+                         "passed to Estimator." % (model_fn, params))
+    if params is None and "params" in args:
+        _logger.warning("Estimator's model_fn (%s) includes params argument, but params are not "
+                        "passed to Estimator.", model_fn)
+    unexpected = sorted(args - _VALID_MODEL_FN_ARGS)
+    if unexpected:
+        raise ValueError("model_fn (%s) has following not expected args: %s (allowed: features, "
+                         "labels, mode, params, config)" % (model_fn, unexpected))
+
+
+def _replica_device_setter(config):
+    """Variables on the ps tasks, the rest on this task (between-graph replication)."""
+    if config.num_ps_replicas == 0:
+        return None
+    worker_device = ("/job:%s/task:%d" % (config.task_type, config.task_id)
+                     if config.task_type else "/job:worker")
+    return replica_device_setter(ps_tasks=config.num_ps_replicas, worker_device=worker_device,
+                                 merge_devices=True, ps_ops=list(STANDARD_PS_OPS),
+                                 cluster=config.cluster_spec)
+
+
+def _check_hooks_type(hooks):
+    hooks = list(hooks or [])
+    for hook in hooks:
+        if not isinstance(hook, SessionRunHook):
+            raise TypeError("Hooks must be a SessionRunHook, given: %r" % (hook,))
+    return hooks
+
+
+def _check_listeners_type(listeners):
+    listeners = list(listeners or [])
+    for listener in listeners:
+        if not isinstance(listener, hooks_lib.CheckpointSaverListener):
+            raise TypeError("saving_listeners must be a list of CheckpointSaverListener, given: %r"
+                            % (listener,))
+    return listeners
+
+
+def _extract_keys(predictions, predict_keys):
+    if not predict_keys:
+        return predictions
+    if not isinstance(predictions, dict):
+        raise ValueError("predict_keys argument is not valid in case of non-dict predictions.")
+    chosen = {k: v for k, v in predictions.items() if k in predict_keys}
+    if not chosen:
+        raise ValueError("Expected to run at least one output from %s, provided %s."
+                         % (sorted(predictions), predict_keys))
+    return chosen
+
+
+def _batch_length(values):
+    length = None
+    for key, value in values.items():
+        length = length or np.shape(value)[0]
+        if np.shape(value)[0] != length:
+            raise ValueError("Batch length of predictions should be same. %s has different batch "
+                             "length than others." % key)
+    return length
+
+
+def _write_dict_to_summary(output_dir, results, global_step):
+    """Write the scalar results as a TensorBoard event file, when the writer is installed."""
+    import importlib.util
+    if importlib.util.find_spec("tensorboardX") is None:
+        return
+    values = [{"tag": key, "simple_value": float(np.asarray(value))}
+              for key, value in sorted(results.items())
+              if key != GraphKeys.GLOBAL_STEP and np.size(value) == 1
+              and np.issubdtype(np.asarray(value).dtype, np.number)]
+    writer = FileWriterCache.get(output_dir)
+    writer.add_summary(values, int(global_step))
+    writer.flush()
+
+
+class _DatasetInitializerHook(SessionRunHook):
+    """Initializes the input iterator when a session is created."""
+
+    def __init__(self, iterator):
+        self._iterator = iterator
+
+    def begin(self):
+        self._initializer = self._iterator.initializer
+
+    def after_create_session(self, session, coord):
+        session.run(self._initializer)
+
+
+class _StopAfterNEvalsHook(SessionRunHook):
+    """Stops evaluation after ``num_evals`` batches (``evals_completed`` is set by evaluate)."""
+
+    def __init__(self, num_evals):
+        self._num_evals = num_evals
+        self.evals_completed = None
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self.evals_completed)
+
+    def after_run(self, run_context, run_values):
+        if run_values.results >= self._num_evals:
+            run_context.request_stop()
