@@ -25,8 +25,6 @@ import io
 import struct
 import zlib
 
-import google_crc32c
-
 from zps.framework import errors
 from zps.gfile import _os_errors  # one mapping of OS errors to TF1's, shared with tf.gfile
 
@@ -38,6 +36,7 @@ _MASK_DELTA = 0xA282EAD8
 
 def _crc32c(data, crc=0):
     """The CRC-32C of ``data`` (bytes), continuing from ``crc``."""
+    import google_crc32c  # here: `import zps` does not load it
     return google_crc32c.extend(crc, data)
 
 
