@@ -11,9 +11,10 @@ import pytest
 
 import zps
 
-NAMESPACE_MODULES = ["app", "contrib", "data", "distribute", "errors", "estimator",
-                     "feature_column", "gfile", "image", "initializers", "layers", "linalg",
-                     "losses", "metrics", "nn", "python_io", "sparse", "train"]
+NAMESPACE_MODULES = ["app", "compat", "contrib", "data", "distribute", "errors", "estimator",
+                     "feature_column", "flags", "gfile", "image", "initializers", "layers",
+                     "linalg", "logging", "losses", "metrics", "nn", "python_io", "sparse", "test",
+                     "train"]
 
 EXPECTED = {
     "zps": [
@@ -39,13 +40,15 @@ EXPECTED = {
         "constant",
         "constant_initializer", "control_dependencies", "convert_to_tensor", "cos", "cosh",
         "count_nonzero", "count_up_to", "cumprod", "cumsum", "decode_csv",
-        "device", "diag", "diag_part", "div", "div_no_nan", "divide", "double", "dynamic_partition",
-        "dynamic_stitch", "einsum", "equal", "erf", "erfc", "exp", "expand_dims", "expm1",
+        "device", "diag", "diag_part", "disable_eager_execution", "disable_v2_behavior", "div",
+        "div_no_nan", "divide", "double", "dynamic_partition",
+        "dynamic_stitch", "einsum", "enable_eager_execution", "enable_v2_behavior", "equal", "erf",
+        "erfc", "executing_eagerly", "exp", "expand_dims", "expm1",
         "eye", "fill",
         "fixed_size_partitioner", "float16", "float32", "float64", "floor", "floordiv", "floormod",
         "foldl", "foldr",
         "gather", "gather_nd", "get_collection", "get_collection_ref", "get_default_graph",
-        "get_local_variable", "get_seed", "get_variable", "get_variable_scope", "global_norm",
+        "get_local_variable", "get_logger", "get_seed", "get_variable", "get_variable_scope", "global_norm",
         "global_variables", "global_variables_initializer", "glorot_normal_initializer",
         "glorot_uniform_initializer", "gradients", "greater", "greater_equal", "group", "half",
         "histogram_fixed_width", "identity", "import_graph_def", "initialize_all_variables",
@@ -100,6 +103,27 @@ EXPECTED = {
         "with_dependencies", "zeros",
         "zeros_initializer", "zeros_like",
     ],
+    "zps.app": ["run"],
+    "zps.compat": [
+        "as_bytes", "as_str", "as_str_any", "as_text", "bytes_or_text_types", "complex_types",
+        "dimension_at_index", "dimension_value", "integral_types", "path_to_str", "real_types",
+    ],
+    "zps.flags": [
+        "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum", "DEFINE_float", "DEFINE_integer",
+        "DEFINE_list", "DEFINE_multi_float", "DEFINE_multi_integer", "DEFINE_multi_string",
+        "DEFINE_string", "DuplicateFlagError", "Error", "FLAGS", "FlagValues",
+        "IllegalFlagValueError", "UnparsedFlagAccessError", "UnrecognizedFlagError",
+        "ValidationError", "mark_flag_as_required", "mark_flags_as_required", "register_validator",
+    ],
+    "zps.logging": [
+        "DEBUG", "ERROR", "FATAL", "INFO", "TaskLevelStatusMessage", "WARN", "debug", "error",
+        "fatal", "flush", "get_logger", "get_verbosity", "info", "log", "log_every_n", "log_first_n",
+        "log_if", "set_verbosity", "vlog", "warn", "warning",
+    ],
+    "zps.test": [
+        "TestCase", "compute_gradient", "compute_gradient_error", "get_temp_dir", "gpu_device_name",
+        "is_gpu_available", "main",
+    ],
     "zps.linalg": [
         "adjoint", "band_part", "cholesky", "det", "diag", "diag_part", "eigh", "eigvalsh",
         "einsum", "eye", "inv", "matmul", "matrix_transpose", "norm", "qr", "slogdet",
@@ -149,7 +173,8 @@ EXPECTED = {
         "RMSPropOptimizer", "Saver", "Scaffold", "SecondOrStepTimer", "Server", "SessionCreator",
         "SessionManager", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
         "SessionRunValues", "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook",
-        "SummarySaverHook", "SummaryWriterCache", "SyncReplicasOptimizer", "WorkerSessionCreator",
+        "SummarySaverHook", "SummaryWriterCache", "Supervisor", "SyncReplicasOptimizer",
+        "WorkerSessionCreator",
         "add_queue_runner", "assert_global_step", "batch", "batch_join",
         "byte_size_load_fn",
         "checkpoint_exists",

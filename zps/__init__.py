@@ -45,8 +45,11 @@ from zps.ops.gradients_impl import gradients
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import (app, contrib, data, distribute, estimator, feature_column, gfile, image, layers,
-                 linalg, losses, metrics, nn, python_io, sparse, summary, train)
+from zps import (app, compat, contrib, data, distribute, estimator, feature_column, flags, gfile,
+                 image, layers, linalg, logging, losses, metrics, nn, python_io, sparse, summary,
+                 test, train)
+from zps.framework.v2_compat import *  # noqa: F403
+from zps.logging import get_logger
 from zps.ops.image_ops import random_crop
 from zps.runtime import allocator as _allocator
 

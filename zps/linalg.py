@@ -4,7 +4,7 @@ tf.linalg names, and the matrix helpers of zps.ops.array_ops / math_ops)."""
 from zps.ops.array_ops import matrix_band_part as band_part
 from zps.ops.array_ops import matrix_diag as diag
 from zps.ops.array_ops import matrix_diag_part as diag_part
-from zps.ops.linalg_ops import cholesky, eye, matmul, matrix_transpose, norm, qr, svd, trace
+from zps.ops.linalg_ops import cholesky, eye, matrix_transpose, norm, qr, svd, trace
 from zps.ops.linalg_ops import log_matrix_determinant as slogdet
 from zps.ops.linalg_ops import matrix_determinant as det
 from zps.ops.linalg_ops import matrix_inverse as inv
@@ -12,7 +12,7 @@ from zps.ops.linalg_ops import matrix_solve as solve
 from zps.ops.linalg_ops import matrix_triangular_solve as triangular_solve
 from zps.ops.linalg_ops import self_adjoint_eig as eigh
 from zps.ops.linalg_ops import self_adjoint_eigvals as eigvalsh
-from zps.ops.math_ops import einsum, tensordot
+from zps.ops.math_ops import einsum, matmul, tensordot  # tf.linalg.matmul is tf.matmul (TF1)
 
 transpose = matrix_transpose
 adjoint = matrix_transpose   # real tensors: the adjoint is the transpose

@@ -742,8 +742,18 @@ register_op("MatMul", shape=_matmul_shape, kernel=_matmul_kernel, grad=_matmul_g
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
            a_is_sparse=False, b_is_sparse=False, name=None):
-    """Matrix product of two rank-2 tensors, optionally transposing either."""
+    """Matrix product of two rank-2 tensors, optionally transposing either; tensors of higher
+    (or not yet known) rank are batches of matrices, their leading dimensions broadcast, as TF1
+    does with BatchMatMulV2.
+
+    >>> import numpy as np, zps as tf
+    >>> tf.Session().run(tf.matmul(np.ones([5, 2, 3]), np.ones([3, 4]))).shape
+    (5, 2, 4)
+    """
     a, b = to_tensors(a, b)
+    if a.get_shape().ndims != 2 or b.get_shape().ndims != 2:
+        from zps.ops import linalg_ops  # linalg_ops imports this module
+        return linalg_ops.matmul(a, b, transpose_a, transpose_b, adjoint_a, adjoint_b, name=name)
     check_same_dtype("MatMul", a, b)
     return make_op("MatMul", [a, b], name=name or "MatMul",
                    transpose_a=bool(transpose_a or adjoint_a),

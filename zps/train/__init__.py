@@ -27,5 +27,6 @@ from zps.train.saver import *  # noqa: F403
 from zps.train.session_manager import *  # noqa: F403
 from zps.train.session_run_hook import *  # noqa: F403
 from zps.train.summary_hook import *  # noqa: F403
+from zps.train.supervisor import *  # noqa: F403
 from zps.train.sync_replicas_optimizer import *  # noqa: F403
 from zps.train.training_util import *  # noqa: F403

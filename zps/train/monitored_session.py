@@ -89,19 +89,7 @@ class Scaffold:
 
     def finalize(self):
         """Create the missing pieces (TF1's defaults) and finalize the default graph."""
-        from zps.ops import array_ops, control_flow_ops, resources, variables
-
-        # As TF1's Scaffold: shared resources (e.g. hash embedding shards) are initialized by the
-        # init op and reported by the ready ops like variables, so a restarted ps task holding
-        # only resources makes the model "not ready" and the chief restores it.
-        def default_init_op():
-            return control_flow_ops.group(
-                variables.global_variables_initializer(),
-                resources.initialize_resources(resources.shared_resources()))
-
-        def default_ready_op():
-            return array_ops.concat([variables.report_uninitialized_variables(),
-                                     resources.report_uninitialized_resources()], 0)
+        from zps.ops import array_ops, resources, variables
 
         def default_ready_for_local_init_op():
             return array_ops.concat([
@@ -109,10 +97,11 @@ class Scaffold:
                 resources.report_uninitialized_resources(resources.shared_resources())], 0)
 
         if self._init_op is None:
-            self._init_op = Scaffold.get_or_default("init_op", GraphKeys.INIT_OP, default_init_op)
+            self._init_op = Scaffold.get_or_default("init_op", GraphKeys.INIT_OP,
+                                                    Scaffold.default_init_op)
         if self._ready_op is None:
             self._ready_op = Scaffold.get_or_default("ready_op", GraphKeys.READY_OP,
-                                                     default_ready_op)
+                                                     Scaffold.default_ready_op)
         if self._ready_for_local_init_op is None:
             self._ready_for_local_init_op = Scaffold.get_or_default(
                 "ready_for_local_init_op", GraphKeys.READY_FOR_LOCAL_INIT_OP,
@@ -157,6 +146,23 @@ class Scaffold:
         if op is not None:
             graph.add_to_collection(collection_key, op)
         return op
+
+    # As TF1's Scaffold: shared resources (e.g. hash embedding shards) are initialized by the init
+    # op and reported by the ready ops like variables, so a restarted ps task holding only
+    # resources makes the model "not ready" and the chief restores it.
+    @staticmethod
+    def default_init_op():
+        """Initialize the global variables and the shared resources."""
+        from zps.ops import control_flow_ops, resources, variables
+        return control_flow_ops.group(variables.global_variables_initializer(),
+                                      resources.initialize_resources(resources.shared_resources()))
+
+    @staticmethod
+    def default_ready_op():
+        """The names of the variables and resources not initialized yet."""
+        from zps.ops import array_ops, resources, variables
+        return array_ops.concat([variables.report_uninitialized_variables(),
+                                 resources.report_uninitialized_resources()], 0)
 
     @staticmethod
     def default_local_init_op():
