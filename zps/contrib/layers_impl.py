@@ -200,11 +200,7 @@ def _model_variable_getter(renames=None):
         var = getter("%s/%s" % (scope, renames.get(short, short)) if scope else
                      renames.get(short, short), *args, collections=collections, **kwargs)
         if regularizer is not None and len(graph.get_collection(GraphKeys.MODEL_VARIABLES)) > count:
-            with graph.colocate_with(var), graph.name_scope(name + "/Regularizer/"), \
-                    graph.control_dependencies(None):
-                loss = regularizer(var)
-            if loss is not None:
-                graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+            variable_scope.add_regularization_loss(var, regularizer, name)
         return var
     return getter
 

@@ -40,6 +40,18 @@ class _ReuseMode(enum.Enum):
 AUTO_REUSE = _ReuseMode.AUTO_REUSE
 
 
+def add_regularization_loss(variable, regularizer, name):
+    """Add ``regularizer(variable)`` (unless None) to REGULARIZATION_LOSSES, built as TF1 builds
+    it: colocated with the variable, under ``<name>/Regularizer/``, outside any control
+    dependencies."""
+    graph = get_default_graph()
+    with graph.colocate_with(variable), graph.name_scope(name + "/Regularizer/"), \
+            graph.control_dependencies(None):
+        loss = regularizer(variable)
+    if loss is not None:
+        graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+
+
 def no_regularizer(_):
     """A regularizer that regularizes nothing: use it to opt a variable out of a scope's one."""
     return None
@@ -213,11 +225,7 @@ class _VariableStore:
                              constraint=constraint)
             self._vars[name] = v
         if regularizer:
-            with graph.colocate_with(v), graph.name_scope(name + "/Regularizer/"), \
-                    graph.control_dependencies(None):
-                loss = regularizer(v)
-            if loss is not None:
-                graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+            add_regularization_loss(v, regularizer, name)
         return v
 
     @staticmethod
