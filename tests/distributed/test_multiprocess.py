@@ -409,3 +409,47 @@ def test_a_forked_child_makes_its_own_transport():
             assert done and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
             with tf.Session(cluster.target("worker", 0)) as sess:
                 assert sess.run(v) == 2.0   # the child's step reached the ps
+
+
+@pytest.mark.parametrize("transport", ["direct", "zeromq"])
+def test_tensors_for_the_masters_partition_come_back_on_its_run_graph_connection(
+        transport, monkeypatch):
+    """The ps sends what the master's own partition receives back on the RunGraph request's
+    connection, which the master's thread reads itself: none of it reaches the worker's server
+    (its I/O thread); over direct connections (zps.transport.direct) or ZeroMQ alike."""
+    from zps.distributed.server import Server
+    if transport == "zeromq":
+        monkeypatch.setenv("ZPS_DIRECT", "0")            # the ps process
+        monkeypatch.setattr(default_transport(), "direct_ok", False)   # this one
+    returned, handled = [], []
+    monkeypatch.setattr(Server, "deliver_returned", lambda self, msg, _orig=Server.deliver_returned:
+                        (returned.append(msg.method), _orig(self, msg)))
+    monkeypatch.setattr(Server, "_handle", lambda self, msg, responder, _orig=Server._handle:
+                        (handled.append(msg.method), _orig(self, msg, responder)))
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((16, 8)).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    with LocalCluster({"ps": 1, "worker": 1}, in_process=[("worker", 0)]) as cluster:
+        server = tf.train.Server(cluster.spec, "worker", 0)
+        ps = tf.train.ClusterSpec(cluster.spec).task_address("ps", 0)
+        try:
+            with tf.Graph().as_default():
+                with tf.device("/job:ps/task:0"):
+                    w = tf.Variable(np.zeros(8, np.float32), name="w")
+                with tf.device("/job:worker/task:0"):
+                    err = tf.reduce_sum(tf.constant(x) * w, axis=1) - tf.constant(y)
+                    loss = tf.reduce_mean(tf.square(err))
+                train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+                with tf.Session(server.target) as sess:
+                    sess.run(w.initializer)
+                    for _ in range(12):
+                        sess.run(train)
+                    got = sess.run(w)
+        finally:
+            server.stop()
+    expect = np.zeros(8, np.float64)
+    for _ in range(12):
+        expect -= 0.1 * 2.0 / 16 * x.T.astype(np.float64) @ (x @ expect - y)
+    np.testing.assert_allclose(got, expect, rtol=1e-4, atol=1e-6)
+    assert returned.count("Tensors") == 12 and "Tensors" not in handled   # w, once a step
+    channels = [c._channels[ps] for c in default_transport()._callers if ps in c._channels]
+    assert channels and any(ch.direct is not None for ch in channels) == (transport == "direct")

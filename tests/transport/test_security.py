@@ -134,6 +134,20 @@ def test_cluster_key_holders_talk_encrypted(keys, transports):
     assert server._zap.accepted == 1 and server._zap.refused == 0
 
 
+def test_curve_clusters_make_no_direct_connections(keys, transports):
+    # Direct connections (zps.transport.direct) are neither authenticated nor encrypted: with
+    # CURVE every message stays on ZeroMQ.
+    cfg = _config(keys, "cluster")
+    server = transports(cfg)
+    bound = server.bind("127.0.0.1:0", _echo)
+    assert not server.direct_ok and bound.listener is None and bound.direct_port is None
+    client = transports(cfg)
+    for i in range(3):
+        assert client.request(bound.address, "echo", i).result(5).body == {"echo": i}
+    peer = client._peers[bound.address]
+    assert peer.direct is None and not peer.direct_asked and not client.direct_ports
+
+
 @pytest.mark.parametrize("client", ["plain", "unknown_key", "wrong_server_key"])
 def test_a_client_without_the_right_keys_fails_fast_and_clearly(keys, transports, client, caplog):
     server = transports(_config(keys, "cluster"))

@@ -166,6 +166,10 @@ class StepPlan:
         caller = self._server.transport.caller()
         if caller is not None and not caller.enter():
             caller = None   # the transport is closing: the step fails as it would without
+        if caller is not None:
+            # Tensors for this task's partition come back on the RunGraph connections (see
+            # ``_run``): this thread, which runs that partition, reads them itself.
+            caller.on_oneway = self._server.deliver_returned
         try:
             return self._run(step, feed_values, trace, caller)
         except BaseException:
@@ -207,6 +211,11 @@ class StepPlan:
                     body["trace"] = True
                 t0 = time.time()
                 own = caller is not None and caller.reaches(tp.address)
+                if own and any(p.worker is not None for p in self._parts):
+                    # The task may send what this task's partition (run by this thread) receives
+                    # back on this request's connection, which this thread reads while it waits:
+                    # no hand-off from the I/O thread (Responder.send_oneway).
+                    body["home"] = self._server.address_of(self._server.task)
                 f = (caller if own else self._server.transport).request(
                     tp.address, "RunGraph", body, values, peer_timeout=self._peer_timeout)
                 if trace is not None:   # the master's record spans the request

@@ -12,6 +12,7 @@ b'Hello, distributed TensorFlow!'
 
 import collections
 import concurrent.futures
+import functools
 import logging
 import os
 import random
@@ -401,6 +402,11 @@ class Server:
             return
         if responder is None:
             return
+        if msg.method == "RunGraph":
+            home = body.get("home")
+            # Tensors for the requester's own task go back on the request's connection.
+            reverse = (home, responder) if isinstance(home, str) else None
+            handler = functools.partial(handler, reverse=reverse)
         if msg.method == "RunGraph" and any(getattr(t, "zps_streamed", False)
                                             for t in msg.tensors):
             # Feeds still streaming in (_tensors_early): the step waits for them on the pool.
@@ -412,7 +418,7 @@ class Server:
             # here as they become ready and its expensive ones on the pool (Plan.start): each
             # thread hop costs more than most ps-side ops.
             if self.worker.may_block(body.get("handle")):
-                self._start_graph(body, msg.tensors, responder)
+                self._start_graph(body, msg.tensors, responder, reverse)
             else:
                 self._serve(handler, body, msg.tensors, responder)
             return
@@ -458,7 +464,13 @@ class Server:
         log.error("%s: request failed", self._task, exc_info=e)
         responder.error(errors.INTERNAL, "%s: %s" % (type(e).__name__, e))
 
-    def _start_graph(self, body, tensors, responder):
+    def deliver_returned(self, msg):
+        """A message a task sent back on a RunGraph request's connection (``Caller.on_oneway``,
+        on the thread that sent the request): tensors for this task's partition of the step."""
+        if msg.method == "Tensors":
+            self._put_tensors(msg.body if isinstance(msg.body, dict) else {}, msg.tensors)
+
+    def _start_graph(self, body, tensors, responder, reverse=None):
         """RunGraph of a partition that waits for tensors, answered when it finishes
         (``Plan.start``: see ``_handle``)."""
         trace = [] if body.get("trace") else None
@@ -474,7 +486,7 @@ class Server:
         except errors.OpError as e:
             done(None, e)
             return
-        self.worker.start_graph(handle, step, list(tensors), done, trace)
+        self.worker.start_graph(handle, step, list(tensors), done, trace, reverse)
 
     def _rpc_register_graph(self, body, tensors):
         from zps.framework.serialization import import_graph_def
@@ -489,10 +501,10 @@ class Server:
             raise errors.InvalidArgumentError(None, None, "bad RegisterGraph request: %s" % e) from None
         return {"handle": handle}, ()
 
-    def _rpc_run_graph(self, body, tensors):
+    def _rpc_run_graph(self, body, tensors, reverse=None):
         trace = [] if body.get("trace") else None   # RunOptions.FULL_TRACE: per-op records
         values = self.worker.run_graph(_field(body, "handle", str), _field(body, "step", int),
-                                       list(tensors), trace)
+                                       list(tensors), trace, reverse=reverse)
         return _graph_reply(trace), values
 
     def _rpc_register_plan(self, body, tensors):

@@ -87,14 +87,17 @@ class WorkerService:
                                        % (op.name, op.device, self._server.task))
 
     # -- running ---------------------------------------------------------------------------------
-    def run_graph(self, handle, step_id, feed_values, trace=None, join=(), waiter=None):
+    def run_graph(self, handle, step_id, feed_values, trace=None, join=(), waiter=None,
+                  reverse=None):
         """Run one step of a registered partition in this thread; returns the fetched values.
 
         ``trace``: a list to extend with the step's per-op records (``Plan.run_traced``), or None.
         ``join``: futures to wait for as well (the step's other partitions: see ``Plan.run``),
         through ``waiter`` when they are this thread's own requests (``Plan.run``).
+        ``reverse``: (address, responder) when the step's RunGraph came from the task at that
+        address, whose tensors then go back on that request's connection (``_Outbox``).
         """
-        reg, ctx, finish = self._begin(handle, step_id)
+        reg, ctx, finish = self._begin(handle, step_id, reverse)
         try:
             feed_values = _whole_feeds(feed_values, reg.stream_feeds)
             values = reg.plan.run(ctx, feed_values, join, trace, waiter)
@@ -103,13 +106,13 @@ class WorkerService:
         self.steps_run += 1
         return values
 
-    def start_graph(self, handle, step_id, feed_values, done, trace=None):
+    def start_graph(self, handle, step_id, feed_values, done, trace=None, reverse=None):
         """Run one step of a registered partition asynchronously (``Plan.start``): on the
         transport's I/O thread, cheap ops run right there and expensive ones on the pool.
         ``done(values, error)`` is called once. The feeds must have arrived whole (a step with
         feeds still streaming in goes through ``run_graph`` on the pool, which may wait)."""
         try:
-            reg, ctx, finish = self._begin(handle, step_id)
+            reg, ctx, finish = self._begin(handle, step_id, reverse)
         except Exception as e:  # noqa: BLE001 - reported through done
             done(None, e)
             return
@@ -125,7 +128,7 @@ class WorkerService:
 
         reg.plan.start(ctx, feed_values, finished, self._server.pool.submit, trace)
 
-    def _begin(self, handle, step_id):
+    def _begin(self, handle, step_id, reverse=None):
         """The registered partition, its step context and the function that ends the step."""
         with self._lock:
             reg = self._graphs.get(handle)
@@ -139,7 +142,7 @@ class WorkerService:
                 % (handle, self._server.task, self._server.incarnation,
                    "it was evicted (more than %d graphs registered since it was last used)"
                    % self.max_graphs if ours else "the task restarted since it was registered"))
-        outbox = _Outbox(self._server, step_id)
+        outbox = _Outbox(self._server, step_id, reverse)
         rendezvous = self._server.rendezvous
         ctx = StepContext(self._server.resources, step_id=step_id, extras={
             "send": outbox.send,
@@ -222,9 +225,10 @@ class _Outbox:
     """Sends of one partition step, batched per destination until the partition waits (or until
     a large one comes, or the batch is large: see EAGER_SEND_BYTES)."""
 
-    def __init__(self, server, step_id):
+    def __init__(self, server, step_id, reverse=None):
         self._server = server
         self._step_id = step_id
+        self._reverse = reverse   # (address, responder): see WorkerService.run_graph
         self._pending = {}
         self._routes = {}   # dst -> (address, the server there if in this process)
         self._lock = threading.Lock()
@@ -259,9 +263,11 @@ class _Outbox:
             self._send(address, batch)
 
     def _send(self, address, batch):
-        self._server.transport.send_oneway(address, "Tensors",
-                                           {"step": self._step_id, "keys": batch.keys,
-                                            "from": str(self._server.task)}, batch.values)
+        body = {"step": self._step_id, "keys": batch.keys, "from": str(self._server.task)}
+        if self._reverse is not None and address == self._reverse[0]:
+            self._reverse[1].send_oneway("Tensors", body, batch.values)
+        else:
+            self._server.transport.send_oneway(address, "Tensors", body, batch.values)
 
 
 class _Batch:

@@ -6,7 +6,9 @@ caller with the reply (each a context switch plus a GIL hand-over, ~60 us on a 2
 distributed step is ~0.8 ms). A :class:`Caller` is one thread's own DEALER per peer address: the
 thread sends on it and, while it waits, polls it itself, so a reply wakes it directly. Other
 threads hand it work through ``put``; its ``get`` returns that work, waiting on its sockets and a
-wake-up pipe together. The master sends a step's RunGraph requests this way.
+wake-up pipe together. The master sends a step's RunGraph requests this way, and the tensors
+the servers send back for its own partition (``on_oneway``) arrive on the same connections. A
+channel moves onto a direct connection (zps.transport.direct) as the I/O thread's do.
 
 Liveness is the I/O thread's (``endpoint.check_peer``): a peer silent with calls in flight is
 pinged every ``protocol.HEARTBEAT_INTERVAL_S``; one silent past its peer timeout, or whose
@@ -40,7 +42,7 @@ import time
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from zps.transport import codec, endpoint, protocol
+from zps.transport import codec, direct, endpoint, protocol
 
 _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
@@ -51,7 +53,7 @@ class _Channel:
     ``endpoint.deliver_reply`` use, as a transport's peer has them)."""
 
     __slots__ = ("address", "socket", "monitor", "pending", "last_heard", "last_ping", "timeout",
-                 "assembler")
+                 "assembler", "direct", "direct_asked", "asking")
 
     def __init__(self, address, socket, monitor):
         self.address = address
@@ -62,30 +64,44 @@ class _Channel:
         self.last_ping = 0.0
         self.timeout = protocol.DEFAULT_PEER_TIMEOUT_S
         self.assembler = codec.StreamAssembler()
+        self.direct = None         # its direct connection (zps.transport.direct), if any
+        self.direct_asked = False
+        self.asking = None
+
+
+_DIRECT = "direct"   # _owners' tag of a channel's direct connection
 
 
 class Caller:
     """One thread's connections to its peers (see the module doc); made by
     ``Transport.caller()``."""
 
-    def __init__(self, ctx, curve, ids):
+    def __init__(self, ctx, curve, ids, transport):
         self.thread = threading.current_thread()
         self._ctx, self._curve, self._ids = ctx, curve, ids
+        self._transport = transport   # its direct_ok and direct_ports
         self._channels = {}    # address -> _Channel
-        self._owners = {}      # socket -> (channel, is its monitor)
+        self._owners = {}      # socket -> (channel, is its monitor, or _DIRECT)
         self._poller = zmq.Poller()
+        self._spin = direct.Spin()
         self._items = collections.deque()
         self._lock = threading.Lock()   # orders put/shutdown against the owner's waits and close
         self._blocked = False   # the owner waits in poll: a put must wake it
         self._busy = False      # between enter and leave
         self._closing = False   # the transport shuts down
         self.closed = False
+        # (channel, direct.Conn) made by connecting threads, attached by the owner (_attach)
+        self._connected = []
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._poller.register(self._wake_r, zmq.POLLIN)
         self._next_check = 0.0
         self._polled = time.monotonic()   # when this thread last listened to its sockets
+        # What one-way messages servers send back on this thread's connections go to while it
+        # is in use (``Responder.send_oneway``: a step's tensors for this thread's partition);
+        # set by the user after ``enter``, cleared by ``leave``. Dropped when None.
+        self.on_oneway = None
 
     # -- any thread ------------------------------------------------------------------------------
     @property
@@ -129,6 +145,7 @@ class Caller:
 
     def leave(self):
         """Stop using it; calls still in flight are abandoned (their late replies dropped)."""
+        self.on_oneway = None
         with self._lock:
             self._busy = False
             closing = self._closing
@@ -161,14 +178,24 @@ class Caller:
             return future
         try:
             ch = self._channels.get(address)
-            if ch is not None and not ch.pending and ch.monitor.get(_EVENTS) & _POLLIN:
-                # Events of an idle channel (its peer restarted between steps) are about
-                # connections gone before this request: they must not fail it (a failed
-                # handshake closes the channel, and the request opens a new one). Those of a
-                # channel opened for this request are about its connection: they count.
-                self._drain(ch.monitor)
+            if ch is not None and endpoint.idle(ch):
+                if ch.direct is not None:
+                    # An idle direct connection may have ended (its peer restarted between
+                    # steps): the request then goes on ZeroMQ while a new one is asked for.
+                    self._drain(ch.direct.fileno())
+                if ch.direct is None and ch.monitor.get(_EVENTS) & _POLLIN:
+                    # Events of an idle channel (its peer restarted between steps) are about
+                    # connections gone before this request: they must not fail it (a failed
+                    # handshake closes the channel, and the request opens a new one). Those of
+                    # a channel opened for this request are about its connection: they count.
+                    self._drain(ch.monitor)
+            if self._connected:
+                self._attach()
             ch = self._channel(address)
             endpoint.send_request(ch, msg_id, (future, method, None, None), parts, peer_timeout)
+            self._maybe_direct(ch)
+        except direct.ConnectionLostError as e:
+            self._lose_direct(ch, e)   # fails the request with the others in flight
         except endpoint.PeerUnavailableError as e:
             future.set_exception(e)
         except zmq.Again:
@@ -189,8 +216,8 @@ class Caller:
             if self._closing:
                 raise zmq.ZMQError(zmq.ETERM)
             ch = self._channel(address)
-            for frames in parts:
-                endpoint.send_frames(ch.socket, frames)
+            endpoint.send_parts(ch, parts, lambda e: self._lose_direct(ch, e))
+            self._maybe_direct(ch)
         except zmq.Again:
             self._drop(ch, endpoint.unqueued(address))
             raise endpoint.unqueued(address) from None
@@ -235,7 +262,7 @@ class Caller:
                 if ch.last_heard < self._polled:
                     ch.last_heard += gap
         try:
-            events = self._poller.poll(ms)
+            events = self._spin.poll(self._poller, ms)
         except zmq.ZMQError as e:
             if e.errno != zmq.ETERM:
                 raise
@@ -245,6 +272,8 @@ class Caller:
             self._polled = time.monotonic()
             with self._lock:
                 self._blocked = False
+        if self._connected:
+            self._attach()
         for sock, _ in events:
             if sock == self._wake_r:
                 try:
@@ -272,6 +301,12 @@ class Caller:
         if owner is None:
             return   # its channel was dropped by an earlier message of this poll
         ch, is_monitor = owner
+        if is_monitor is _DIRECT:
+            try:
+                ch.direct.read(lambda frames: endpoint.deliver_reply(ch, frames, self.on_oneway))
+            except direct.ConnectionLostError as e:
+                self._lose_direct(ch, e)
+            return
         for _ in range(256):   # bounded, like the I/O thread's loop
             try:
                 if is_monitor:
@@ -281,7 +316,7 @@ class Caller:
             except zmq.Again:
                 return
             if not is_monitor:
-                endpoint.deliver_reply(ch, frames)
+                endpoint.deliver_reply(ch, frames, self.on_oneway)
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 if ch.pending:
                     self._drop(ch, endpoint.connection_lost(ch))
@@ -312,7 +347,47 @@ class Caller:
             self._poller.unregister(sock)
             del self._owners[sock]
         endpoint.close_dealer(ch.socket, ch.monitor)
+        if ch.direct is not None:
+            self._poller.unregister(ch.direct.fileno())
+            del self._owners[ch.direct.fileno()]
+            ch.direct.close()
+            ch.direct = None
         endpoint.fail_pending(ch, error)
+
+    # -- direct connections (zps.transport.direct) -----------------------------------------------
+    def _maybe_direct(self, ch):
+        endpoint.maybe_direct(self._transport, ch, self._ids, lambda conn: self._attach_soon(ch, conn))
+
+    def _attach_soon(self, ch, conn):
+        # A connecting thread's (endpoint.maybe_direct): the owner attaches it (``_attach``).
+        with self._lock:
+            if self.closed:
+                conn.close()
+                return
+            self._connected.append((ch, conn))
+        self._nudge()
+
+    def _attach(self):
+        """Put the connections made meanwhile to use (owner thread)."""
+        with self._lock:
+            made, self._connected = self._connected, []
+        for ch, conn in made:
+            if self._channels.get(ch.address) is not ch or ch.direct is not None:
+                conn.close()   # the channel was dropped meanwhile
+                continue
+            conn.blocking = True
+            conn.send_timeout = ch.timeout
+            conn.place = ch.assembler.placement
+            ch.direct = conn
+            self._owners[conn.fileno()] = (ch, _DIRECT)   # zmq.Poller reports it by descriptor
+            self._poller.register(conn.fileno(), zmq.POLLIN)
+
+    def _lose_direct(self, ch, error):
+        if ch.direct is not None:
+            self._transport.direct_ports.pop(ch.address, None)
+            self._poller.unregister(ch.direct.fileno())
+            del self._owners[ch.direct.fileno()]
+        endpoint.lose_direct(ch, error)
 
     def _close(self):
         with self._lock:
@@ -321,6 +396,9 @@ class Caller:
             self.closed = True
             os.close(self._wake_r)
             os.close(self._wake_w)
+            made, self._connected = self._connected, []
+        for _, conn in made:
+            conn.close()
         closed = endpoint.TransportError("transport is closed")
         for ch in list(self._channels.values()):
             self._drop(ch, closed)

@@ -474,7 +474,8 @@ class Incoming:
                     offset += d.nbytes
             else:
                 for d in datas:
-                    view[offset:offset + d.nbytes] = d
+                    if d.obj is not view.obj:   # else received in place (placement)
+                        view[offset:offset + d.nbytes] = d
                     offset += d.nbytes
                 self._copied = offset
             self._received = offset
@@ -635,7 +636,8 @@ class StreamAssembler:
             partial.incoming[index]._take(offset, data, view)
         else:
             for d in data:
-                view[offset:offset + d.nbytes] = d
+                if d.obj is not view.obj:   # else received in place (placement)
+                    view[offset:offset + d.nbytes] = d
                 offset += d.nbytes
         partial.last = time.monotonic()
         entry[1] = received = received + n
@@ -647,6 +649,33 @@ class StreamAssembler:
         del self._partials[key]
         self._bytes -= partial.nbytes
         return partial.msg if partial.incoming is None else None   # else delivered at its head
+
+    def placement(self, head, sizes, source=b""):
+        """Where to receive the data frames of a chunk whose header frame ``head`` has arrived
+        and whose data frames will hold ``sizes`` bytes: writable byte views of its tensor's
+        destination, one per frame, when the chunk continues a streamed tensor in flight exactly
+        (as ``feed`` will check); else None (the frames go to buffers of their own). A
+        transport that reads frames itself (zps.transport.direct) receives them in place, and
+        ``feed`` then copies nothing: one copy of every streamed byte fewer."""
+        try:
+            header = _parse_header([head], self.limits)
+        except ProtocolError:
+            return None
+        if header["k"] != protocol.CHUNK:
+            return None
+        partial = self._partials.get((source, header["id"]))
+        index, offset = header.get("i"), header.get("o")
+        entry = partial.pending.get(index) if partial is not None and _is_int(index) else None
+        if entry is None or not sizes or not _is_int(offset) or offset != entry[1]:
+            return None
+        view = entry[0]
+        if not all(type(n) is int and n > 0 for n in sizes) or offset + sum(sizes) > view.nbytes:
+            return None
+        views = []
+        for n in sizes:
+            views.append(view[offset:offset + n])
+            offset += n
+        return views
 
     def expire(self, now=None):
         """Drop the partial messages silent for ``stall_timeout``; returns their Messages."""

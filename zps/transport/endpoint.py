@@ -5,6 +5,11 @@ DEALER per peer address and get a ``concurrent.futures.Future`` back. Requests a
 replies by id. Peers with requests in flight are pinged after a silence; a peer silent past its
 timeout fails those requests with :class:`PeerUnavailableError` instead of leaving them hanging.
 
+Without CURVE, each bound socket also has a direct listener (zps.transport.direct): a peer asks
+for it once over ZeroMQ, then sends its messages on a plain TCP connection the I/O thread reads
+itself (one thread woken per message instead of three). Everything else is the same: framing
+aside, the same messages, handler, limits, answers, heartbeats and failures.
+
 The loop has the Majordomo shape: poll -> dispatch on header -> expire dead peers -> heartbeat.
 
 >>> t = Transport()
@@ -29,7 +34,7 @@ import msgpack
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from zps.transport import codec, protocol, security
+from zps.transport import codec, direct, protocol, security
 
 log = logging.getLogger("zps.transport")
 
@@ -57,6 +62,7 @@ _SNDMORE = int(zmq.SNDMORE)
 _NOBLOCK = int(zmq.NOBLOCK)
 _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
+_POLLOUT = int(zmq.POLLOUT)
 
 
 def send_frames(sock, frames):
@@ -64,6 +70,28 @@ def send_frames(sock, frames):
     last = len(frames) - 1
     for i, f in enumerate(frames):
         _base_send(sock, f, _SNDMORE if i < last else 0, False, False)
+
+
+def peer_send(peer, frames):
+    """Send one message on ``peer`` (a _Peer or a caller's channel): over its direct connection
+    if it has one (direct.ConnectionLostError if that broke), else on its DEALER."""
+    conn = peer.direct
+    if conn is not None:
+        conn.write(frames)
+    else:
+        send_frames(peer.socket, frames)
+
+
+def send_parts(peer, parts, lose):
+    """Send the messages ``parts`` (of a one-way message) to ``peer``: on its direct connection
+    if it has one; if that broke, ``lose(error)``, then all of them again on ZeroMQ."""
+    try:
+        for frames in parts:
+            peer_send(peer, frames)
+    except direct.ConnectionLostError as e:
+        lose(e)
+        for frames in parts:
+            send_frames(peer.socket, frames)
 
 
 def recv_frames(sock):
@@ -166,6 +194,18 @@ class LogLimiter:
     def _summarize(self, summaries):
         for peer, n, span in summaries:
             self._log.warning("%s: %d more such warnings suppressed in the last %.0f s", peer, n, span)
+
+
+class _DirectAddress:
+    """Stands in for a ZeroMQ frame's metadata in ``peer_name`` (a direct connection's peer)."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address):
+        self.address = address
+
+    def get(self, _key):
+        return self.address
 
 
 def peer_name(identity, frames):
@@ -315,6 +355,16 @@ class Responder:
         """Answer with plain-data ``body`` and ``tensors`` (not copied: do not modify them after)."""
         self._send(codec.encode_parts(protocol.REPLY, self._id, body, tensors), error=False)
 
+    def send_oneway(self, method, body=None, tensors=()):
+        """Send the requester a one-way message on the connection the request came on, before
+        the answer (after it the requester may have stopped listening): a caller thread waiting
+        for the answer reads it itself (``Caller.on_oneway``). TransportError once the transport
+        is closed."""
+        parts = codec.encode_parts(protocol.ONEWAY, next(self._transport._ids), body, tensors,
+                                   method=method)
+        parts = [[self._identity] + frames for frames in parts]
+        self._transport._submit(lambda: all(self._bound.send(frames) for frames in parts))
+
     def error(self, code, message, op=None):
         """Answer with an error: an OpError ``code``, a message and the failing op's name."""
         self._send([codec.encode(protocol.ERROR, self._id,
@@ -346,13 +396,20 @@ class BoundSocket:
         # requests whose tensors still stream in (``early``: see codec.StreamAssembler)
         self.assembler = codec.StreamAssembler(limits, early=early)
         self.current = (b"", ())   # (identity, frames) of the message being handled: peer()
+        # Its direct listener (zps.transport.direct), the port and token clients connect with,
+        # and the connections accepted on it (_DirectServer).
+        self.listener = None
+        self.direct_port = None
+        self.direct_token = None
+        self.direct_conns = set()
 
     def peer(self):
         """Who sent the message being handled (I/O thread, inside the handler): for logs."""
         return peer_name(*self.current)
 
-    def send(self, frames, error=False):
-        """Send ``[identity, *frames]`` (I/O thread only); False if it was dropped."""
+    def send(self, frames, error=False, count=True):
+        """Send ``[identity, *frames]`` (I/O thread only); False if it was dropped. ``count``:
+        whether ``stats`` count it (not the transport's own connection set-up)."""
         try:
             send_frames(self.socket, frames)
         except zmq.ZMQError as e:  # peer gone (ROUTER_MANDATORY), its queue full (SEND_HWM: the
@@ -360,6 +417,8 @@ class BoundSocket:
             log.debug("dropping reply on %s: %s", self.address, e)
             self.stats.replies_dropped += 1
             return False
+        if not count:
+            return True
         self.stats.messages_out += 1
         self.stats.errors_sent += bool(error)
         self.stats.bytes_out += sum(memoryview(f).nbytes for f in frames[1:])
@@ -381,6 +440,9 @@ class _Peer:
         self.last_ping = 0.0
         self.timeout = protocol.DEFAULT_PEER_TIMEOUT_S
         self.assembler = codec.StreamAssembler()   # replies whose tensors still stream in
+        self.direct = None         # its direct connection (zps.transport.direct.Conn), if any
+        self.direct_asked = False  # a direct connection was asked for (or is not to be had)
+        self.asking = None         # the id of that question while it is in flight
 
 
 class _Monitor:
@@ -392,9 +454,61 @@ class _Monitor:
         self.peer = peer
 
 
-def deliver_reply(peer, frames):
+class _DirectPeer(_Monitor):
+    """Poller owner of a peer's direct connection (its replies arrive there)."""
+
+    __slots__ = ()
+
+
+class _DirectListener:
+    """Poller owner of a bound socket's direct listener."""
+
+    __slots__ = ("bound",)
+
+    def __init__(self, bound):
+        self.bound = bound
+
+
+class _DirectServer:
+    """Poller owner of a direct connection accepted by a bound socket: the requests read from it
+    go to the bound socket's handler, and ``send`` answers on it (the same call as
+    ``BoundSocket.send``, whose first frame, the ROUTER's identity, it leaves out)."""
+
+    __slots__ = ("bound", "conn", "identity", "address", "transport")
+
+    _ids = itertools.count(1)
+
+    def __init__(self, transport, bound, conn):
+        self.transport = transport
+        self.bound = bound
+        self.conn = conn
+        # Tells its streamed messages apart from the ROUTER's (whose identities start with 0).
+        self.identity = b"\xffdirect" + next(self._ids).to_bytes(8, "little")
+        self.address = _DirectAddress(conn.peer.rpartition(":")[0])
+
+    def send(self, frames, error=False, count=True):
+        stats = self.bound.stats
+        try:
+            if self.conn.closed:
+                raise direct.ConnectionLostError("closed")
+            self.conn.write(frames[1:])
+        except direct.ConnectionLostError as e:
+            log.debug("dropping reply on %s (direct, %s): %s", self.bound.address, self.conn.peer, e)
+            stats.replies_dropped += 1
+            self.transport._close_direct_server(self)
+            return False
+        if not count:
+            return True
+        stats.messages_out += 1
+        stats.errors_sent += bool(error)
+        stats.bytes_out += sum(memoryview(f).nbytes for f in frames[1:])
+        return True
+
+
+def deliver_reply(peer, frames, on_oneway=None):
     """A message received on ``peer``'s DEALER (a _Peer or a caller's channel): completes the
-    request it answers (``peer.pending``: id -> (future, method, ...))."""
+    request it answers (``peer.pending``: id -> (future, method, ...)); a one-way message the
+    server sent back (``Responder.send_oneway``) goes to ``on_oneway(message)``, if given."""
     peer.last_heard = time.monotonic()
     try:
         msg = peer.assembler.feed(frames)
@@ -414,6 +528,11 @@ def deliver_reply(peer, frames):
     if msg is None:
         return  # a streamed reply: its tensors are still arriving
     if msg.kind not in (protocol.REPLY, protocol.ERROR):
+        if msg.kind == protocol.ONEWAY and on_oneway is not None and msg.method is not None:
+            try:
+                on_oneway(msg)
+            except Exception:  # noqa: BLE001 - a handler bug must not stop the waiting thread
+                log.exception("handling %r sent back by %s failed", msg.method, peer.address)
         return  # PONG (liveness is noted above); a peer has no business sending others
     entry = peer.pending.pop(msg.id, None)
     if entry is None:
@@ -441,16 +560,107 @@ def fail_pending(peer, err):
 
 
 def send_request(peer, msg_id, entry, parts, peer_timeout=None):
-    """Send request ``msg_id`` (the ``parts`` of encode_parts) on ``peer``'s DEALER (a _Peer or a
-    caller's channel), its ``entry`` (future, method, deadline, timeout) in ``peer.pending``;
-    zmq.Again if ZeroMQ cannot queue it (the caller closes the connection: see ``unqueued``)."""
+    """Send request ``msg_id`` (the ``parts`` of encode_parts) to ``peer`` (a _Peer or a caller's
+    channel: on its direct connection if it has one, else on its DEALER), its ``entry`` (future,
+    method, deadline, timeout) in ``peer.pending``; zmq.Again if ZeroMQ cannot queue it (the
+    caller closes the connection: see ``unqueued``), direct.ConnectionLostError if the direct
+    connection broke (the caller fails the peer's requests: ``lose_direct``)."""
     if peer_timeout is not None:
         peer.timeout = peer_timeout
+        if peer.direct is not None:
+            peer.direct.send_timeout = peer_timeout
     if not peer.pending:
         peer.last_heard = time.monotonic()   # the peer's silence counts from now
     peer.pending[msg_id] = entry
     for frames in parts:
+        peer_send(peer, frames)
+
+
+def ask_direct(peer, ids, on_answer):
+    """Ask ``peer``'s server (over ZeroMQ) for its direct listener; ``on_answer(port, token)``
+    is called (by the thread that delivers ``peer``'s replies) if it answers with one. If the
+    question fails, the next message asks again; a server without one is not asked again."""
+    peer.direct_asked = True
+    future = concurrent.futures.Future()
+    msg_id = peer.asking = next(ids)
+    parts = codec.encode_parts(protocol.REQUEST, msg_id, None, (), method=direct.METHOD)
+
+    def answered(f):
+        if peer.asking == msg_id:
+            peer.asking = None
+        if f.cancelled() or f.exception() is not None:
+            peer.direct_asked = False
+            return
+        body = f.result().body
+        port = body.get("port") if isinstance(body, dict) else None
+        token = body.get("token") if isinstance(body, dict) else None
+        if codec._is_int(port) and 0 < port < 65536 and isinstance(token, bytes) \
+                and len(token) == direct.TOKEN_BYTES:
+            on_answer(port, token)
+
+    future.add_done_callback(answered)
+    peer.pending[msg_id] = (future, direct.METHOD, None, None)
+    for frames in parts:
         send_frames(peer.socket, frames)
+
+
+def maybe_direct(transport, peer, ids, attach):
+    """After a message to ``peer`` (a _Peer or a caller's channel) on ZeroMQ: move it onto a
+    direct connection if ``transport`` makes them and it has not asked yet (asked after the
+    message, so that a plain ZeroMQ peer sees that first). A thread of its own connects
+    (connecting may wait for direct.CONNECT_TIMEOUT_S: a port a firewall blackholes) and gives
+    the connection to ``attach(conn)``; the peer's messages go on ZeroMQ meanwhile, and for good
+    if it cannot be made."""
+    if peer.direct_asked or not transport.direct_ok:
+        return
+    address = peer.address
+
+    def connect(port, token):
+        def run():
+            try:
+                conn = direct.connect(address, port, token)
+            except OSError as e:
+                log.info("no direct connection to %s (port %d): %s; staying on ZeroMQ",
+                         address, port, e)
+                if transport.direct_ports.get(address) == (port, token):
+                    del transport.direct_ports[address]
+                return
+            attach(conn)
+
+        threading.Thread(target=run, name="zps-direct-connect", daemon=True).start()
+
+    known = transport.direct_ports.get(address)
+    if known is not None:
+        peer.direct_asked = True
+        connect(*known)
+        return
+
+    def answered(port, token):
+        transport.direct_ports[address] = (port, token)
+        connect(port, token)
+
+    ask_direct(peer, ids, answered)
+
+
+def idle(peer):
+    """Whether ``peer`` has no request in flight but its own question for a direct connection."""
+    pending = peer.pending
+    return not pending or (len(pending) == 1 and peer.asking in pending)
+
+
+def lose_direct(peer, error):
+    """``peer``'s direct connection broke (``error``): its requests in flight fail (their
+    replies cannot come any more), and the next message asks again (the server may have been
+    restarted, with another port). The caller unregisters ``peer.direct`` first."""
+    conn, peer.direct = peer.direct, None
+    peer.direct_asked = False
+    if conn is not None:
+        conn.close()
+    if peer.pending:
+        log.info("direct connection to %s lost: %s", peer.address, error)
+        fail_pending(peer, PeerUnavailableError(
+            peer.address, "connection lost with %d request(s) in flight (%s)"
+            % (len(peer.pending), error)))
 
 
 def connection_lost(peer):
@@ -517,9 +727,12 @@ def check_peer(peer, now):
             now - peer.last_ping > protocol.HEARTBEAT_INTERVAL_S:
         peer.last_ping = now
         try:
-            _base_send(peer.socket, _PING, _NOBLOCK, True, False)
-        except zmq.Again:
-            pass   # no connection to queue it on: the silence counts on
+            if peer.direct is not None:
+                peer.direct.write([_PING])
+            else:
+                _base_send(peer.socket, _PING, _NOBLOCK, True, False)
+        except (zmq.Again, direct.ConnectionLostError):
+            pass   # no connection to queue it on (a broken one is noticed on reading)
     return None
 
 
@@ -592,6 +805,9 @@ class Transport:
         self._poller = zmq.Poller()
         self._poller.register(self._wake_r, zmq.POLLIN)
         self.curve = curve
+        # Direct connections (zps.transport.direct): not with CURVE, which they would bypass.
+        self.direct_ok = direct.ENABLED and curve is None
+        self.direct_ports = {}      # peer address -> (port, token) of its direct listener
         self._zap = None
         if curve is not None:   # before any CURVE server socket: unchecked clients get no chance
             self._zap = security.ZapHandler(self._ctx, curve)
@@ -655,9 +871,13 @@ class Transport:
         def send():
             if future.done():
                 return  # cancelled before it was sent
+            peer = self._peer(address)
             try:
-                send_request(self._peer(address), msg_id, (future, method, deadline, timeout),
-                             parts, peer_timeout)
+                send_request(peer, msg_id, (future, method, deadline, timeout), parts,
+                             peer_timeout)
+                self._maybe_direct(peer)
+            except direct.ConnectionLostError as e:
+                self._lose_direct(peer, e)
             except zmq.Again:
                 self._drop_peer(address, None, fail=True, error=unqueued(address))
 
@@ -686,7 +906,7 @@ class Transport:
                 if len(self._callers) >= MAX_CALLERS:
                     return None   # sockets are bounded: more threads share the I/O thread's
                 from zps.transport.caller import Caller
-                caller = Caller(self._ctx, self.curve, self._ids)
+                caller = Caller(self._ctx, self.curve, self._ids, self)
                 self._callers.append(caller)
             self._local.caller = caller
         return None if caller.busy else caller
@@ -717,9 +937,10 @@ class Transport:
         parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
 
         def send():
+            peer = self._peer(address)
             try:
-                for frames in parts:
-                    send_frames(self._peer(address).socket, frames)
+                send_parts(peer, parts, lambda e: self._lose_direct(peer, e))
+                self._maybe_direct(peer)
             except zmq.Again:
                 self._drop_peer(address, None, fail=True, error=unqueued(address))
                 raise unqueued(address) from None
@@ -804,9 +1025,10 @@ class Transport:
     # -- I/O thread ------------------------------------------------------------------------------
     def _loop(self):
         next_check = time.monotonic()
+        spin = direct.Spin()
         try:
             while not self._closed:
-                events = dict(self._poller.poll(POLL_INTERVAL_MS))
+                events = dict(spin.poll(self._poller, POLL_INTERVAL_MS))
                 try:
                     next_check = self._step(events, next_check)
                 except Exception:  # noqa: BLE001 - keep serving; the failure is logged
@@ -830,9 +1052,17 @@ class Transport:
         while self._inbox:
             fn, future = self._inbox.popleft()
             self._run_safely(fn, future)
-        for sock in events:
+        for sock, flags in events.items():
             owner = self._sockets.get(sock)
-            if owner is not None:
+            if owner is None:
+                continue
+            if isinstance(owner, _DirectServer):
+                self._serve_direct(owner, flags)
+            elif isinstance(owner, _DirectPeer):
+                self._read_direct(owner.peer, flags)
+            elif isinstance(owner, _DirectListener):
+                self._accept_direct(owner.bound)
+            else:
                 self._drain(sock, owner)
         now = time.monotonic()
         if now >= next_check:
@@ -852,7 +1082,7 @@ class Transport:
             except zmq.Again:
                 return
             if isinstance(owner, BoundSocket):
-                self._on_server_message(owner, frames)
+                self._on_server_message(owner, frames[0], frames[1:], owner)
             elif isinstance(owner, _Peer):
                 deliver_reply(owner, frames)
             elif isinstance(owner, security.ZapHandler):
@@ -869,34 +1099,45 @@ class Transport:
             if sock.closed or not sock.get(_EVENTS) & _POLLIN:
                 return
 
-    def _on_server_message(self, bound, frames):
-        identity, frames = frames[0], frames[1:]
+    def _on_server_message(self, bound, identity, frames, route):
+        """A message for ``bound``'s handler, from ``identity`` (a ROUTER's identity frame, or a
+        direct connection's), answered through ``route`` (``bound``, or a _DirectServer)."""
         stats = bound.stats
         stats.messages_in += 1
-        stats.bytes_in += sum(len(f.buffer) for f in frames)
+        nbytes = sum(len(f) for f in frames)
+        stats.bytes_in += nbytes
+        meta = frames[:1] if route is bound else (route.address,)   # for peer_name
         try:
-            msg = bound.assembler.feed(frames, identity.bytes)
+            msg = bound.assembler.feed(frames, identity if type(identity) is bytes
+                                       else identity.bytes)
         except codec.ProtocolError as e:
             stats.malformed += 1
-            peer = peer_name(identity, frames)
+            peer = peer_name(identity, meta)
             _malformed_log.warning(peer, "%s: malformed message from %s dropped or refused: %s",
                                    bound.address, peer, e)
-            self._refuse(bound, identity, frames, e)
+            self._refuse(bound, identity, frames, e, route)
             return
         if msg is None:
             return   # a streamed request: its tensors are still arriving
         if msg.kind == protocol.PING:
-            bound.send([identity] + codec.encode(protocol.PONG, msg.id))
+            route.send([identity] + codec.encode(protocol.PONG, msg.id))
             return
         if msg.kind not in (protocol.REQUEST, protocol.ONEWAY) or msg.method is None:
             stats.malformed += 1
             if msg.kind == protocol.REQUEST:
-                Responder(self, bound, identity, msg.id, None).error(
+                Responder(self, route, identity, msg.id, None).error(
                     3, "request without a method")
             return
-        responder = Responder(self, bound, identity, msg.id, msg.method) \
+        if msg.method == direct.METHOD and msg.kind == protocol.REQUEST:
+            # Connection set-up, not traffic: not in the stats.
+            stats.messages_in -= 1
+            stats.bytes_in -= nbytes
+            route.send([identity] + codec.encode(protocol.REPLY, msg.id, {
+                "port": bound.direct_port, "token": bound.direct_token}), count=False)
+            return
+        responder = Responder(self, route, identity, msg.id, msg.method) \
             if msg.kind == protocol.REQUEST else None
-        bound.current = (identity, frames[:1])
+        bound.current = (identity, meta)
         try:
             bound.handler(msg, responder)
         except Exception as e:  # noqa: BLE001 - a handler bug must not kill the I/O thread
@@ -907,14 +1148,122 @@ class Transport:
                 except RuntimeError:
                     pass  # another thread answered it meanwhile
 
-    def _refuse(self, bound, identity, frames, exc):
+    def _refuse(self, bound, identity, frames, exc, route):
         # Answer with an error if the header at least names a request id we can reply to.
         if not frames:
             return
         msg_id = exc.message_id if exc.message_kind == protocol.REQUEST else \
             _readable_request_id(frames[0], (protocol.REQUEST,), bound.limits.max_header_bytes)
         if msg_id is not None:
-            Responder(self, bound, identity, msg_id, None).error(3, "malformed message: %s" % exc)
+            Responder(self, route, identity, msg_id, None).error(3, "malformed message: %s" % exc)
+
+    # -- direct connections (zps.transport.direct; I/O thread) -----------------------------------
+    def _accept_direct(self, bound):
+        limits = bound.limits
+        for _ in range(64):
+            try:
+                sock, addr = bound.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:   # e.g. out of file descriptors: the client stays on ZeroMQ
+                log.warning("%s: cannot accept a direct connection: %s", bound.address, e)
+                return
+            conn = direct.Conn(sock, peer="%s:%s" % addr[:2],
+                               max_frame_bytes=max(limits.max_header_bytes, protocol.FRAME_BYTES),
+                               max_message_bytes=limits.max_message_bytes,
+                               accepted_token=bound.direct_token)
+            conn.on_blocked = self._watch_out
+            owner = _DirectServer(self, bound, conn)
+            # Streamed tensors are received straight into place (StreamAssembler.placement).
+            conn.place = lambda head, sizes, source=owner.identity: bound.assembler.placement(
+                head, sizes, source)
+            bound.direct_conns.add(owner)
+            self._sockets[conn.fileno()] = owner
+            self._poller.register(conn.fileno(), zmq.POLLIN)
+
+    def _serve_direct(self, owner, flags):
+        conn, bound = owner.conn, owner.bound
+        # (flags is a zmq.PollEvent: its & costs ~3 us, so it is looked at only when needed)
+        if conn.out_watched and int(flags) & _POLLOUT and not self._flush_direct(conn):
+            self._close_direct_server(owner)
+            return
+        try:
+            conn.read(lambda frames: self._on_server_message(bound, owner.identity, frames, owner))
+        except direct.ConnectionLostError as e:
+            if isinstance(e, direct.FramingError):
+                bound.stats.malformed += 1
+                peer = peer_name(owner.identity, (owner.address,))
+                _malformed_log.warning(peer, "%s: closed the direct connection of %s: %s",
+                                       bound.address, peer, e)
+            self._close_direct_server(owner)
+
+    def _close_direct_server(self, owner):
+        if owner not in owner.bound.direct_conns:
+            return
+        owner.bound.direct_conns.discard(owner)
+        self._forget_conn(owner.conn)
+
+    def _forget_conn(self, conn):
+        """Stop polling ``conn`` (a direct.Conn or a listening socket: zmq.Poller reports plain
+        sockets by descriptor, so they are registered and owned by it) and close it."""
+        fd = conn.fileno()
+        if self._sockets.pop(fd, None) is not None:
+            self._poller.unregister(fd)
+        conn.close()
+
+    def _watch_out(self, conn):
+        """``conn`` has bytes queued: poll it for POLLOUT until they are sent."""
+        if not conn.out_watched and not conn.closed and conn.fileno() in self._sockets:
+            conn.out_watched = True
+            self._poller.modify(conn.fileno(), zmq.POLLIN | zmq.POLLOUT)
+
+    def _flush_direct(self, conn):
+        """Send what ``conn`` has queued; False if it broke."""
+        try:
+            if not conn.flush():
+                return True
+        except direct.ConnectionLostError:
+            return False
+        conn.out_watched = False
+        self._poller.modify(conn.fileno(), zmq.POLLIN)
+        return True
+
+    def _maybe_direct(self, peer):
+        maybe_direct(self, peer, self._ids, lambda conn: self._attach_soon(peer, conn))
+
+    def _attach_soon(self, peer, conn):
+        # A connecting thread's (maybe_direct): the I/O thread attaches it.
+        try:
+            self._submit(lambda: self._attach_direct(peer, conn))
+        except TransportError:
+            conn.close()
+
+    def _attach_direct(self, peer, conn):
+        if self._peers.get(peer.address) is not peer or peer.direct is not None:
+            conn.close()
+            return
+        peer.direct = conn
+        conn.on_blocked = self._watch_out
+        conn.place = peer.assembler.placement
+        self._sockets[conn.fileno()] = _DirectPeer(peer)
+        self._poller.register(conn.fileno(), zmq.POLLIN)
+
+    def _read_direct(self, peer, flags):
+        conn = peer.direct
+        try:
+            if conn.out_watched and int(flags) & _POLLOUT and not self._flush_direct(conn):
+                raise direct.ConnectionLostError("sending failed")
+            conn.read(lambda frames: deliver_reply(peer, frames))
+        except direct.ConnectionLostError as e:
+            self._lose_direct(peer, e)
+
+    def _lose_direct(self, peer, error):
+        if peer.direct is not None:
+            if self.direct_ports.get(peer.address) is not None:
+                del self.direct_ports[peer.address]
+            if self._sockets.pop(peer.direct.fileno(), None) is not None:
+                self._poller.unregister(peer.direct.fileno())
+        lose_direct(peer, error)
 
     def _check_peers(self, now):
         for limiter in LogLimiter._all:
@@ -927,17 +1276,21 @@ class Transport:
             silent = check_peer(peer, now)
             if silent is not None:
                 self._drop_peer(peer.address, "no answer for %.1f s" % silent, fail=True)
+        for bound in self._bound.values():
+            for owner in [o for o in bound.direct_conns if o.conn.stale(now)]:
+                log.info("%s: closed a direct connection from %s that sent no preamble",
+                         bound.address, owner.conn.peer)
+                self._close_direct_server(owner)
 
     def _peer(self, address):
         peer = self._peers.get(address)
-        if peer is not None:
-            return peer
-        sock, monitor = connect_dealer(self._ctx, self.curve, address, self)
-        peer = self._peers[address] = _Peer(address, sock, monitor)
-        self._sockets[sock] = peer
-        self._sockets[monitor] = _Monitor(peer)
-        self._poller.register(sock, zmq.POLLIN)
-        self._poller.register(monitor, zmq.POLLIN)
+        if peer is None:
+            sock, monitor = connect_dealer(self._ctx, self.curve, address, self)
+            peer = self._peers[address] = _Peer(address, sock, monitor)
+            self._sockets[sock] = peer
+            self._sockets[monitor] = _Monitor(peer)
+            self._poller.register(sock, zmq.POLLIN)
+            self._poller.register(monitor, zmq.POLLIN)
         return peer
 
     def _drop_peer(self, address, reason, fail, error=None):
@@ -948,6 +1301,9 @@ class Transport:
             self._poller.unregister(sock)
             del self._sockets[sock]
         close_dealer(peer.socket, peer.monitor)
+        if peer.direct is not None:
+            self._forget_conn(peer.direct)
+            peer.direct = None
         if fail:
             fail_pending(peer, error or PeerUnavailableError(address, reason))
         else:
@@ -990,6 +1346,16 @@ class Transport:
         self._bound[advertised] = bound
         self._sockets[sock] = bound
         self._poller.register(sock, zmq.POLLIN)
+        if self.direct_ok:
+            try:
+                bound.listener = direct.listen(bind_host)
+            except OSError as e:
+                log.info("%s: no direct listener (%s): clients use ZeroMQ only", advertised, e)
+            else:
+                bound.direct_port = bound.listener.getsockname()[1]
+                bound.direct_token = direct.new_token()
+                self._sockets[bound.listener.fileno()] = _DirectListener(bound)
+                self._poller.register(bound.listener.fileno(), zmq.POLLIN)
         return bound
 
     def _unbind(self, bound):
@@ -999,6 +1365,10 @@ class Transport:
         del self._sockets[bound.socket]
         bound.socket.close(linger=0)
         self._released.add(bound.port)
+        if bound.listener is not None:
+            self._forget_conn(bound.listener)
+            for owner in list(bound.direct_conns):
+                self._close_direct_server(owner)
 
     def _shutdown(self):
         # I/O thread, after _closed was set under _lock: nothing can be queued any more.

@@ -1,0 +1,387 @@
+"""Direct connections: the same messages as the ZeroMQ sockets carry, over plain TCP sockets read
+by the thread that handles them.
+
+Why: a ZeroMQ message passes two I/O threads of libzmq (the sender's and the receiver's) before
+the receiving thread sees it, and on a small VM each of those wake-ups costs ~25-30 us (an idle
+vCPU's exit to the hypervisor and back: docs/performance.md, session 11). A round trip of a small
+message took 119-134 us through pyzmq and 7-19 us through a plain socket here. A latency-bound
+step (a scalar model's four messages) is mostly those wake-ups. A direct connection is read by
+the transport's I/O thread (a server's requests, the replies of its peers) or by the caller thread
+waiting for its replies (``zps.transport.caller``), so a message wakes one thread.
+
+How: each server's ROUTER gets a TCP listener beside it (same host, a port of the OS's choosing)
+unless CURVE is on (direct connections are neither authenticated nor encrypted, so with CURVE
+everything stays on ZeroMQ) or ``ZPS_DIRECT=0``. A client asks the ROUTER once, over ZeroMQ, for
+that port (the ``zps.Direct`` request: ``{"port", "token"}``), connects, and sends a preamble
+``b"ZPSD" + version + token``; the server checks the token (the port reached the server that
+answered, not a later process reusing the port) and answers ``b"ZPSD" + version``. From then on
+the client's requests and one-way messages to that address go over the direct connection and
+their answers come back on it; the ZeroMQ socket stays as it was (requests sent on it are still
+answered on it). When the listener is not reachable (a firewall passing only the cluster's
+ports), the client stays on ZeroMQ.
+
+Framing: a message ``[frame, ...]`` is ``u32 n``, ``n`` × ``u64 length`` (little-endian), then the
+frames' bytes. The receiver refuses (and closes the connection on) a message of more than
+``max_frames`` frames, a frame longer than ``max_frame_bytes`` or a message longer than
+``max_message_bytes`` before it allocates anything for it, as ZeroMQ's MAXMSGSIZE does; what the
+frames hold is checked by the codec as for ZeroMQ messages.
+"""
+
+import collections
+import os
+import select
+import socket
+import struct
+import time
+
+from zps.transport import protocol
+
+VERSION = 1
+MAGIC = b"ZPSD"
+TOKEN_BYTES = 16
+PREAMBLE_BYTES = len(MAGIC) + 1 + TOKEN_BYTES
+ACK = MAGIC + bytes([VERSION])
+METHOD = "zps.Direct"     # the request (over ZeroMQ) that asks a server for its direct port
+ENABLED = os.environ.get("ZPS_DIRECT", "1") != "0"
+CONNECT_TIMEOUT_S = 2.0   # connecting and the preamble's answer
+PREAMBLE_TIMEOUT_S = 30.0   # an accepted connection that sends no preamble is closed after this
+
+# Busy-polling (Spin): how long a thread whose recent waits were short polls without blocking
+# before it sleeps (env ZPS_SPIN_US; 0: never). Never on one CPU, where it would only delay the
+# peer it waits for.
+SPIN_S = int(os.environ.get("ZPS_SPIN_US", "200")) / 1e6 \
+    if len(os.sched_getaffinity(0)) > 1 else 0.0
+
+READ_BYTES = 256 << 10    # bytes asked of one recv
+BIG_FRAME = 64 << 10      # a frame at least this long is received straight into its own buffer
+MAX_IOV = 512             # buffers per sendmsg (IOV_MAX is 1024 on Linux)
+
+_U32 = struct.Struct("<I")
+
+
+class ConnectionLostError(Exception):
+    """The peer closed the connection or it broke."""
+
+
+class FramingError(ConnectionLostError):
+    """The peer sent bytes that are not a message within the limits (the connection is closed)."""
+
+
+def new_token():
+    return os.urandom(TOKEN_BYTES)
+
+
+def _host(address):
+    host = address.split("://", 1)[-1].rpartition(":")[0]
+    return host[1:-1] if host.startswith("[") else host
+
+
+def connect(address, port, token, timeout=CONNECT_TIMEOUT_S):
+    """A direct connection (blocking) to the server at ``address`` (``host:port`` of its ROUTER)
+    whose listener is at ``port`` and answered ``token``; OSError if it cannot be made."""
+    sock = socket.create_connection((_host(address), port), timeout=timeout)
+    try:
+        sock.sendall(MAGIC + bytes([VERSION]) + token)
+        ack = b""
+        while len(ack) < len(ACK):
+            more = sock.recv(len(ACK) - len(ack))
+            if not more:
+                raise ConnectionRefusedError("the direct listener closed the connection (a "
+                                             "different server, or a version mismatch)")
+            ack += more
+        if ack != ACK:
+            raise ConnectionRefusedError("the direct listener answered %r, not %r" % (ack, ACK))
+    except BaseException:
+        sock.close()
+        raise
+    return Conn(sock, peer="%s:%d" % (_host(address), port))
+
+
+def listen(host):
+    """A listening socket on ``host`` (as bound for the ROUTER, e.g. ``127.0.0.1``, ``[::1]``,
+    ``0.0.0.0`` or ``*``), port chosen by the OS; OSError if it cannot be made."""
+    host = host[1:-1] if host.startswith("[") else host
+    if host in ("", "*"):
+        host = "0.0.0.0"
+    family, _, _, _, addr = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM,
+                                               flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.bind(addr)
+        sock.listen(128)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class Spin:
+    """Adaptive busy-polling before a blocking wait.
+
+    A message to a thread asleep in poll costs the sender a wake-up of another vCPU and the
+    receiver the time to get scheduled (~25-40 us each way on a small VM: docs/performance.md),
+    which is most of a small message's trip. A thread whose recent waits were short (their
+    moving average under SPIN_S: a step's messages coming back and forth) therefore polls without
+    blocking for up to about twice that average before it sleeps; one whose waits are long (a
+    worker computing between messages, an idle server) never spins, and a wait that ends without
+    events (a poll timeout) counts as long.
+    """
+
+    __slots__ = ("max_s", "average")
+
+    def __init__(self, max_s=None):
+        self.max_s = SPIN_S if max_s is None else max_s
+        self.average = 1.0   # seconds: no spinning until short waits were seen
+
+    def poll(self, poller, timeout_ms):
+        """``poller.poll(timeout_ms)``, spinning first if recent waits were short."""
+        start = time.monotonic()
+        if self.average < self.max_s:
+            deadline = start + min(self.max_s, 2 * self.average + 20e-6)
+            while True:
+                events = poller.poll(0)
+                now = time.monotonic()
+                if events:
+                    self.average += (now - start - self.average) * 0.25
+                    return events
+                if now >= deadline:
+                    break
+        events = poller.poll(timeout_ms)
+        waited = time.monotonic() - start if events else max(timeout_ms / 1000.0, self.max_s)
+        self.average += (waited - self.average) * 0.25
+        return events
+
+
+class Conn:
+    """One direct connection: framed messages over a non-blocking TCP socket, both ways.
+
+    ``read()`` returns the messages that have arrived whole (lists of frames: bytes, or
+    bytearrays for large frames) without waiting. ``write(frames)`` sends one message: what the
+    socket does not take at once is queued (``wants_write``) and sent by ``flush()`` when the
+    socket is writable again, or, with ``blocking`` set, waited for (at most ``send_timeout``
+    seconds: then ConnectionLostError). One thread uses a connection at a time.
+    """
+
+    def __init__(self, sock, peer="?", max_frame_bytes=None, max_frames=None,
+                 max_message_bytes=None, accepted_token=None):
+        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        self.sock = sock
+        self.peer = peer
+        self._fd = sock.fileno()
+        self.max_frame_bytes = max_frame_bytes or protocol.MAX_MESSAGE_BYTES
+        self.max_frames = max_frames or protocol.MAX_TENSORS_PER_MESSAGE + 2
+        self.max_message_bytes = max_message_bytes or protocol.MAX_MESSAGE_BYTES
+        self.blocking = False
+        self.on_blocked = None   # called with the connection when a write had to be queued
+        self.out_watched = False   # the owner polls it for POLLOUT
+        self.send_timeout = protocol.DEFAULT_PEER_TIMEOUT_S
+        self.closed = False
+        self._token = accepted_token   # server side: the preamble must carry it
+        self.created = time.monotonic()
+        self._deliver = None     # read()'s
+        self._buf = bytearray()
+        self._lens = None        # frame lengths of the message being read
+        self._frames = []
+        self._big = None         # (buffer, bytes received) of a large frame being read
+        # place(header frame, data frame sizes): where the data frames of a message go (writable
+        # byte views, e.g. codec.StreamAssembler.placement), or None: buffers of their own.
+        self.place = None
+        self._views = None       # the places of the message being read (False: none)
+        self._out = collections.deque()   # memoryviews not yet sent
+        self.messages_in = 0
+
+    def fileno(self):
+        return self._fd
+
+    def stale(self, now):
+        """Accepted, and still no preamble after PREAMBLE_TIMEOUT_S."""
+        return self._token is not None and now - self.created > PREAMBLE_TIMEOUT_S
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self._out.clear()
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    # -- reading ---------------------------------------------------------------------------------
+    def read(self, deliver):
+        """Receive what has arrived, without waiting: ``deliver(frames)`` for each message as it
+        completes, in order (before the next one's frames are placed: see ``place``); then
+        ConnectionLostError at the end of the stream, FramingError on bytes that are not a message
+        within the limits."""
+        self._deliver = deliver
+        while not self.closed:
+            big = self._big
+            if big is not None:
+                buf, got = big
+                try:
+                    n = self.sock.recv_into(memoryview(buf)[got:])
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError as e:
+                    raise ConnectionLostError(str(e)) from None
+                if n == 0:
+                    raise ConnectionLostError("the peer closed the connection")
+                got += n
+                if got < len(buf):
+                    self._big = (buf, got)
+                    continue
+                self._big = None
+                self._frames.append(buf)
+                self._parse()
+                continue
+            try:
+                data = self.sock.recv(READ_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                raise ConnectionLostError(str(e)) from None
+            if not data:
+                raise ConnectionLostError("the peer closed the connection")
+            self._buf += data
+            self._parse()
+            if len(data) < READ_BYTES and self._big is None:
+                return   # the socket is most likely drained: spare the EAGAIN round
+
+    def _parse(self):
+        buf = self._buf
+        pos = 0
+        end = len(buf)
+        while True:
+            if self._token is not None:
+                if end - pos < PREAMBLE_BYTES:
+                    break
+                pre = bytes(buf[pos:pos + PREAMBLE_BYTES])
+                if pre[:len(MAGIC)] != MAGIC or pre[len(MAGIC)] != VERSION:
+                    raise FramingError("not a zps direct connection (preamble %r)" % pre[:5])
+                if pre[len(MAGIC) + 1:] != self._token:
+                    raise FramingError("the preamble names another server (a stale port)")
+                pos += PREAMBLE_BYTES
+                self._token = None
+                self._send_now([ACK])
+                continue
+            lens = self._lens
+            if lens is None:
+                if end - pos < 4:
+                    break
+                n, = _U32.unpack_from(buf, pos)
+                if n == 0 or n > self.max_frames:
+                    raise FramingError("a message of %d frames (at most %d allowed)"
+                                       % (n, self.max_frames))
+                if end - pos < 4 + 8 * n:
+                    break
+                lens = struct.unpack_from("<%dQ" % n, buf, pos + 4)
+                if max(lens) > self.max_frame_bytes or sum(lens) > self.max_message_bytes:
+                    raise FramingError("a message of %d bytes with a frame of %d (limits: %d a "
+                                       "frame, %d a message)" % (sum(lens), max(lens),
+                                                                 self.max_frame_bytes,
+                                                                 self.max_message_bytes))
+                pos += 4 + 8 * n
+                self._lens = lens
+            frames = self._frames
+            while len(frames) < len(lens):
+                k = len(frames)
+                size = lens[k]
+                if k == 1 and self._views is None:
+                    self._views = (self.place is not None and max(lens[1:]) >= BIG_FRAME
+                                   and self.place(frames[0], lens[1:])) or False
+                views = self._views
+                if end - pos >= size:
+                    if views:
+                        views[k - 1][:] = buf[pos:pos + size]
+                        frames.append(views[k - 1])
+                    else:
+                        frames.append(bytes(buf[pos:pos + size]))
+                    pos += size
+                elif size >= BIG_FRAME or views:
+                    big = views[k - 1] if views else bytearray(size)
+                    have = end - pos
+                    big[:have] = buf[pos:end]
+                    pos = end
+                    self._big = (big, have)
+                    del buf[:pos]
+                    return
+                else:
+                    break
+            if len(frames) < len(lens):
+                break
+            self.messages_in += 1
+            self._frames = []
+            self._lens = None
+            self._views = None
+            del buf[:pos]   # consumed before it is handled (which may close the connection)
+            pos, end = 0, len(buf)
+            self._deliver(frames)
+            if self.closed:
+                return
+        if pos:
+            del buf[:pos]
+
+    # -- writing ---------------------------------------------------------------------------------
+    @property
+    def wants_write(self):
+        return bool(self._out)
+
+    def write(self, frames):
+        """Send one message of ``frames`` (buffers, not copied: leave them alone until sent)."""
+        if self.closed:
+            raise ConnectionLostError("the connection is closed")
+        views = []
+        lens = []
+        for f in frames:
+            v = f if type(f) is bytes else memoryview(f).cast("B")
+            n = len(v)
+            lens.append(n)
+            if n:   # (an empty buffer left queued would never be sent: flush stops at 0 bytes)
+                views.append(v)
+        views.insert(0, struct.pack("<I%dQ" % len(lens), len(lens), *lens))
+        self._send_now(views)
+
+    def _send_now(self, views):
+        self._out.extend(views)
+        if self.flush():
+            return
+        if self.blocking:
+            self._wait_sent()
+        elif self.on_blocked is not None:
+            self.on_blocked(self)   # the owner flushes when the socket is writable again
+
+    def flush(self):
+        """Send what is queued, as far as the socket takes it; True when all is sent."""
+        out = self._out
+        while out:
+            batch = [out[i] for i in range(min(len(out), MAX_IOV))]
+            try:
+                sent = self.sock.sendmsg(batch)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError as e:
+                raise ConnectionLostError(str(e)) from None
+            while sent:
+                first = out[0]
+                n = len(first)
+                if sent >= n:
+                    out.popleft()
+                    sent -= n
+                else:
+                    out[0] = memoryview(first)[sent:]
+                    sent = 0
+        return True
+
+    def _wait_sent(self):
+        deadline = time.monotonic() + self.send_timeout
+        poller = select.poll()
+        poller.register(self._fd, select.POLLOUT)
+        while not self.flush():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ConnectionLostError("the peer took no data for %.1f s" % self.send_timeout)
+            poller.poll(max(1, int(left * 1000)))
