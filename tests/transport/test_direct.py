@@ -512,3 +512,52 @@ def test_spin_off_never_polls_without_blocking():
     for _ in range(20):
         spin.poll(poller, 100)
     assert 0 not in poller.timeouts
+
+
+def test_a_peer_that_reads_nothing_is_dropped_past_the_queue_limit(monkeypatch, pair):
+    a, _b = pair
+    monkeypatch.setattr(direct, "MAX_QUEUED_BYTES", 1 << 20)
+    a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    a.on_blocked = lambda conn: None
+    a.write([b"x" * (512 << 10)])   # queued: under the limit
+    assert a.wants_write
+    with pytest.raises(direct.ConnectionLostError, match="reads nothing"):
+        a.write([b"y" * (1 << 20)])
+
+
+def test_a_server_that_does_not_know_the_question_is_asked_once(transports):
+    # A zps from before direct connections: a plain ROUTER answering "echo" and refusing the rest.
+    import zmq
+    ctx = zmq.Context()
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    methods = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            if not router.poll(50):
+                continue
+            identity, *frames = router.recv_multipart()
+            msg = codec.decode(frames)
+            methods.append(msg.method)
+            answer = codec.encode(protocol.REPLY, msg.id, msg.body) if msg.method == "echo" else \
+                codec.encode(protocol.ERROR, msg.id, {"code": 12, "op": None,
+                                                      "message": "unknown method %r" % msg.method})
+            router.send_multipart([identity] + answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        client = transports()
+        address = "127.0.0.1:%d" % port
+        for i in range(10):
+            assert client.request(address, "echo", i).result(WAIT).body == i
+        assert methods.count(direct.METHOD) == 1 and methods.count("echo") == 10
+        assert client._peers[address].direct is None
+    finally:
+        stop.set()
+        thread.join(WAIT)
+        router.close(linger=0)
+        ctx.term()

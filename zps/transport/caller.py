@@ -177,6 +177,8 @@ class Caller:
             future.set_exception(endpoint.TransportError("transport is closed"))
             return future
         try:
+            if self._connected:
+                self._attach()
             ch = self._channels.get(address)
             if ch is not None and endpoint.idle(ch):
                 if ch.direct is not None:
@@ -189,8 +191,6 @@ class Caller:
                     # handshake closes the channel, and the request opens a new one). Those of
                     # a channel opened for this request are about its connection: they count.
                     self._drain(ch.monitor)
-            if self._connected:
-                self._attach()
             ch = self._channel(address)
             endpoint.send_request(ch, msg_id, (future, method, None, None), parts, peer_timeout)
             self._maybe_direct(ch)
@@ -307,6 +307,14 @@ class Caller:
             except direct.ConnectionLostError as e:
                 self._lose_direct(ch, e)
             return
+        try:
+            self._drain_zmq(sock, ch, is_monitor)
+        except zmq.ZMQError as e:
+            if e.errno != zmq.ETERM:
+                raise
+            self._closing = True   # the context is ending (the transport closed meanwhile)
+
+    def _drain_zmq(self, sock, ch, is_monitor):
         for _ in range(256):   # bounded, like the I/O thread's loop
             try:
                 if is_monitor:

@@ -55,6 +55,10 @@ SPIN_S = int(os.environ.get("ZPS_SPIN_US", "200")) / 1e6 \
 READ_BYTES = 256 << 10    # bytes asked of one recv
 BIG_FRAME = 64 << 10      # a frame at least this long is received straight into its own buffer
 MAX_IOV = 512             # buffers per sendmsg (IOV_MAX is 1024 on Linux)
+# Bytes a non-blocking connection may hold unsent (most of them views of tensors, not copies): a
+# peer that reads none of its answers is dropped past this, as ZeroMQ's ROUTER drops answers
+# past its queue limit (endpoint.SEND_HWM).
+MAX_QUEUED_BYTES = 4 << 30
 
 _U32 = struct.Struct("<I")
 
@@ -193,6 +197,7 @@ class Conn:
         self.place = None
         self._views = None       # the places of the message being read (False: none)
         self._out = collections.deque()   # memoryviews not yet sent
+        self._queued = 0                    # their bytes
         self.messages_in = 0
 
     def fileno(self):
@@ -347,8 +352,12 @@ class Conn:
 
     def _send_now(self, views):
         self._out.extend(views)
+        self._queued += sum(len(v) for v in views)
         if self.flush():
             return
+        if self._queued > MAX_QUEUED_BYTES and not self.blocking:
+            raise ConnectionLostError("the peer reads nothing: %d bytes are waiting for it"
+                                      % self._queued)
         if self.blocking:
             self._wait_sent()
         elif self.on_blocked is not None:
@@ -365,6 +374,7 @@ class Conn:
                 return False
             except OSError as e:
                 raise ConnectionLostError(str(e)) from None
+            self._queued -= sent
             while sent:
                 first = out[0]
                 n = len(first)

@@ -589,7 +589,9 @@ def ask_direct(peer, ids, on_answer):
         if peer.asking == msg_id:
             peer.asking = None
         if f.cancelled() or f.exception() is not None:
-            peer.direct_asked = False
+            # Asked again with the next message, unless the server answered: an error (a zps
+            # without direct connections) means it has none.
+            peer.direct_asked = not f.cancelled() and isinstance(f.exception(), RemoteError)
             return
         body = f.result().body
         port = body.get("port") if isinstance(body, dict) else None
@@ -872,6 +874,11 @@ class Transport:
             if future.done():
                 return  # cancelled before it was sent
             peer = self._peer(address)
+            if peer.direct is not None and idle(peer):
+                # Its end may be waiting to be read (the peer's process exited since): then the
+                # request goes on ZeroMQ, which reaches a successor at the address, instead of
+                # into a dead connection.
+                self._read_direct(peer, _POLLIN)
             try:
                 send_request(peer, msg_id, (future, method, deadline, timeout), parts,
                              peer_timeout)
@@ -938,6 +945,8 @@ class Transport:
 
         def send():
             peer = self._peer(address)
+            if peer.direct is not None:
+                self._read_direct(peer, _POLLIN)
             try:
                 send_parts(peer, parts, lambda e: self._lose_direct(peer, e))
                 self._maybe_direct(peer)
