@@ -561,3 +561,14 @@ def test_a_server_that_does_not_know_the_question_is_asked_once(transports):
         thread.join(WAIT)
         router.close(linger=0)
         ctx.term()
+
+
+def test_a_connection_made_as_the_transport_closes_is_closed(transports, server):
+    client = transports()
+    peer = direct_peer(client, server.address)
+    a, b = socket.socketpair()
+    late = direct.Conn(a)
+    client.close()
+    client._attach_soon(peer, late)   # the connecting thread finishing after the close
+    assert late.closed
+    b.close()

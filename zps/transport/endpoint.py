@@ -1241,11 +1241,16 @@ class Transport:
         maybe_direct(self, peer, self._ids, lambda conn: self._attach_soon(peer, conn))
 
     def _attach_soon(self, peer, conn):
-        # A connecting thread's (maybe_direct): the I/O thread attaches it.
-        try:
-            self._submit(lambda: self._attach_direct(peer, conn))
-        except TransportError:
-            conn.close()
+        # A connecting thread's (maybe_direct): the I/O thread attaches it; if the transport
+        # closes first, the future fails (also while queued: _shutdown) and the connection closes.
+        future = concurrent.futures.Future()
+        future.add_done_callback(lambda f: f.exception() is not None and conn.close())
+
+        def attach():
+            self._attach_direct(peer, conn)
+            future.set_result(None)
+
+        self._submit(attach, future)
 
     def _attach_direct(self, peer, conn):
         if self._peers.get(peer.address) is not peer or peer.direct is not None:
