@@ -572,3 +572,24 @@ def test_a_connection_made_as_the_transport_closes_is_closed(transports, server)
     client._attach_soon(peer, late)   # the connecting thread finishing after the close
     assert late.closed
     b.close()
+
+
+def test_listeners_take_ports_from_zps_direct_ports(monkeypatch, transports, caplog):
+    first = socket.socket()
+    first.bind(("127.0.0.1", 0))
+    base = first.getsockname()[1]
+    first.close()
+    ports = direct._port_range("%d-%d" % (base, base + 1))
+    monkeypatch.setattr(direct, "PORTS", ports)
+    server_t = transports()
+    bounds = [server_t.bind("127.0.0.1:0", echo_handler) for _ in range(3)]
+    taken = [b.direct_port for b in bounds]
+    assert set(taken[:2]) <= set(ports) and taken[2] is None   # the range is used up
+    assert any("no free port in ZPS_DIRECT_PORTS" in r.getMessage() for r in caplog.records)
+    client = transports()
+    for b in bounds:   # with a listener or not, every server answers
+        assert client.request(b.address, "echo", "x").result(WAIT).body == "x"
+    assert direct._port_range("") is None and list(direct._port_range("7")) == [7]
+    for bad in ("x", "5-3", "0-10", "70000"):
+        with pytest.raises(ValueError, match="ZPS_DIRECT_PORTS"):
+            direct._port_range(bad)

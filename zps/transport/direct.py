@@ -28,6 +28,7 @@ frames hold is checked by the codec as for ZeroMQ messages.
 """
 
 import collections
+import errno
 import os
 import select
 import socket
@@ -44,6 +45,25 @@ ACK = MAGIC + bytes([VERSION])
 METHOD = "zps.Direct"     # the request (over ZeroMQ) that asks a server for its direct port
 ENABLED = os.environ.get("ZPS_DIRECT", "1") != "0"
 CONNECT_TIMEOUT_S = 2.0   # connecting and the preamble's answer
+
+
+def _port_range(value):
+    """``ZPS_DIRECT_PORTS``: ``"N"`` or ``"N-M"``, the ports listeners may take (a firewall that
+    passes only some); unset or empty: any port the OS chooses."""
+    if not value:
+        return None
+    try:
+        first, _, last = value.partition("-")
+        first, last = int(first), int(last or first)
+    except ValueError:
+        first = last = -1
+    if not 0 < first <= last < 65536:
+        raise ValueError("ZPS_DIRECT_PORTS must be a port or a range like 41000-41099, got %r"
+                         % value)
+    return range(first, last + 1)
+
+
+PORTS = _port_range(os.environ.get("ZPS_DIRECT_PORTS"))
 PREAMBLE_TIMEOUT_S = 30.0   # an accepted connection that sends no preamble is closed after this
 
 # Busy-polling (Spin): how long a thread whose recent waits were short polls without blocking
@@ -101,23 +121,32 @@ def connect(address, port, token, timeout=CONNECT_TIMEOUT_S):
     return Conn(sock, peer="%s:%d" % (_host(address), port))
 
 
-def listen(host):
+def listen(host, ports=None):
     """A listening socket on ``host`` (as bound for the ROUTER, e.g. ``127.0.0.1``, ``[::1]``,
-    ``0.0.0.0`` or ``*``), port chosen by the OS; OSError if it cannot be made."""
+    ``0.0.0.0`` or ``*``), on the first free port of ``ports`` (default ``PORTS``; None: one the
+    OS chooses); OSError if it cannot be made."""
     host = host[1:-1] if host.startswith("[") else host
     if host in ("", "*"):
         host = "0.0.0.0"
     family, _, _, _, addr = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM,
                                                flags=socket.AI_PASSIVE)[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.bind(addr)
-        sock.listen(128)
-        sock.setblocking(False)
-    except BaseException:
-        sock.close()
-        raise
-    return sock
+    ports = PORTS if ports is None else ports
+    for port in ports or (0,):
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.bind((addr[0], port) + tuple(addr[2:]))
+            sock.listen(128)
+            sock.setblocking(False)
+            return sock
+        except OSError as e:
+            sock.close()
+            if e.errno != errno.EADDRINUSE or port == ports[-1]:
+                raise OSError(e.errno, "%s%s" % (e.strerror, "" if not ports else
+                              " (no free port in ZPS_DIRECT_PORTS %d-%d)"
+                              % (ports[0], ports[-1]))) from None
+        except BaseException:
+            sock.close()
+            raise
 
 
 class Spin:

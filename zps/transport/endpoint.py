@@ -1364,7 +1364,7 @@ class Transport:
             try:
                 bound.listener = direct.listen(bind_host)
             except OSError as e:
-                log.info("%s: no direct listener (%s): clients use ZeroMQ only", advertised, e)
+                log.warning("%s: no direct listener (%s): clients use ZeroMQ only", advertised, e)
             else:
                 bound.direct_port = bound.listener.getsockname()[1]
                 bound.direct_token = direct.new_token()
