@@ -3,9 +3,10 @@ by the thread that handles them.
 
 Why: a ZeroMQ message passes two I/O threads of libzmq (the sender's and the receiver's) before
 the receiving thread sees it, and on a small VM each of those wake-ups costs ~25-30 us (an idle
-vCPU's exit to the hypervisor and back: docs/performance.md, session 11). A round trip of a small
-message took 119-134 us through pyzmq and 7-19 us through a plain socket here. A latency-bound
-step (a scalar model's four messages) is mostly those wake-ups. A direct connection is read by
+vCPU's exit to the hypervisor and back: docs/performance.md, sessions 11-12). A round trip of a
+small message took 119-134 us through pyzmq and 7-19 us through a plain socket whose two ends
+shared a vCPU (85-100 us across vCPUs, where the wake-up of the other one dominates: see Spin). A
+latency-bound step (a scalar model's four messages) is mostly those wake-ups. A direct connection is read by
 the transport's I/O thread (a server's requests, the replies of its peers) or by the caller thread
 waiting for its replies (``zps.transport.caller``), so a message wakes one thread.
 
@@ -189,11 +190,12 @@ class Spin:
 class Conn:
     """One direct connection: framed messages over a non-blocking TCP socket, both ways.
 
-    ``read()`` returns the messages that have arrived whole (lists of frames: bytes, or
-    bytearrays for large frames) without waiting. ``write(frames)`` sends one message: what the
-    socket does not take at once is queued (``wants_write``) and sent by ``flush()`` when the
-    socket is writable again, or, with ``blocking`` set, waited for (at most ``send_timeout``
-    seconds: then ConnectionLostError). One thread uses a connection at a time.
+    ``read(deliver)`` hands over the messages that have arrived whole (lists of frames: bytes,
+    bytearrays for large frames, or views of where ``place`` put them) without waiting.
+    ``write(frames)`` sends one message: what the socket does not take at once is queued
+    (``wants_write``) and sent by ``flush()`` when the socket is writable again, or, with
+    ``blocking`` set, waited for (at most ``send_timeout`` seconds: then ConnectionLostError).
+    One thread uses a connection at a time.
     """
 
     def __init__(self, sock, peer="?", max_frame_bytes=None, max_frames=None,
