@@ -444,6 +444,9 @@ def test_tensors_for_the_masters_partition_come_back_on_its_run_graph_connection
                     for _ in range(12):
                         sess.run(train)
                     got = sess.run(w)
+            # What `zps status` shows: the ps serves this process's direct connections, or none.
+            direct_now = _status(ps)["direct_connections"]
+            assert (direct_now >= 1) if transport == "direct" else direct_now == 0
         finally:
             server.stop()
     expect = np.zeros(8, np.float64)

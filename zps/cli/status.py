@@ -8,7 +8,8 @@ Every task is asked for its Status at once; a task that does not answer within `
 seconds is reported ``down`` (never a hang). Per task: up/down, incarnation (changes when the task
 restarts), uptime, steps served, messages and bytes in/out, malformed messages received,
 requests answered with an error, and how many of the other tasks its heartbeats see down
-(``--json``: each peer's up, last_seen_s_ago and incarnation). Exits 0 when every task is up, 1
+(``--json``: each peer's up, last_seen_s_ago and incarnation; ``direct_connections``: peers on
+direct connections, zps.transport.direct). Exits 0 when every task is up, 1
 when some task is down, 2 on a usage error.
 
 >>> rows = cluster_status({"ps": ["127.0.0.1:9"]}, timeout=0.2)   # doctest: +SKIP
@@ -95,7 +96,7 @@ def cluster_status(cluster, timeout=DEFAULT_TIMEOUT_S, transport=None):
         row = {"task": task, "address": address, "state": "down", "incarnation": None,
                "uptime_s": None, "steps_served": None, "steps_running": None, "messages": None,
                "bytes": None, "malformed": None, "errors": None, "pid": None, "reason": None,
-               "peers": None, "peers_down": None}
+               "peers": None, "peers_down": None, "direct_connections": None}
         try:
             remaining = max(0.1, timeout + 1.0 - (time.monotonic() - started))
             body = future.result(timeout=remaining).body
@@ -112,7 +113,8 @@ def cluster_status(cluster, timeout=DEFAULT_TIMEOUT_S, transport=None):
                    messages=(body.get("messages_in", 0), body.get("messages_out", 0)),
                    bytes=(body.get("bytes_in", 0), body.get("bytes_out", 0)),
                    malformed=body.get("malformed"),
-                   errors=body.get("errors", body.get("errors_sent")))
+                   errors=body.get("errors", body.get("errors_sent")),
+                   direct_connections=body.get("direct_connections"))
         peers = body.get("peers")
         if isinstance(peers, dict) and peers:   # what the task's heartbeats see of the others
             row["peers"] = peers

@@ -582,6 +582,9 @@ class Server:
                       "uptime_s": time.time() - stats["started"] if "started" in stats else 0.0,
                       "errors": stats.get("errors_sent", 0),
                       "graphs_registered": len(self.worker._graphs),
+                      # Peers' direct connections (zps.transport.direct) open now.
+                      "direct_connections": len(self._bound.direct_conns)
+                      if self._bound is not None else 0,
                       "graphs_evicted": self.worker.graphs_evicted,
                       "log_lines_suppressed": _bad_tensors_log.suppressed
                       + endpoint._malformed_log.suppressed})
