@@ -50,9 +50,10 @@ def test_requests_move_onto_the_direct_connection_with_small_and_streamed_tensor
         assert reply.body == {"i": i}
         np.testing.assert_array_equal(reply.tensors[0], small * i)
         np.testing.assert_array_equal(reply.tensors[1], big)
-    # They went both ways on the direct connection: 3 requests of 1 head + 3 chunks each.
+    # They went both ways on the direct connection: 3 requests of 1 head + 3 chunks each (and a
+    # ping, answered, if the machine was slow enough for the client to ask after a second).
     (conn,) = [o.conn for o in server.direct_conns]
-    assert conn.messages_in == 3 * (1 + big.nbytes // protocol.STREAM_CHUNK_BYTES)
+    assert conn.messages_in >= 3 * (1 + big.nbytes // protocol.STREAM_CHUNK_BYTES)
     assert peer.direct.messages_in == conn.messages_in
     # The question for the port is not traffic: the stats count the first echo and these three.
     assert server.stats.messages_out == 1 + conn.messages_in
@@ -80,7 +81,7 @@ def test_one_way_messages_and_errors_go_direct(transports):
     assert got == [("note", i, [list(range(i))]) for i in range(5)]
     exc = client.request(server.address, "fail", "v").exception(WAIT)
     assert isinstance(exc, endpoint.RemoteError) and exc.code == 5 and exc.op == "save/restore"
-    assert all(o.conn.messages_in == 6 for o in server.direct_conns)
+    assert all(o.conn.messages_in >= 6 for o in server.direct_conns)   # (pings, if slow)
 
 
 def test_a_caller_moves_onto_a_direct_connection(transports, server):
@@ -101,7 +102,7 @@ def test_a_caller_moves_onto_a_direct_connection(transports, server):
         futures = [caller.request(server.address, "echo", i, [np.full(3, i)]) for i in range(20)]
         caller.wait(futures, timeout=WAIT)
         assert [f.result().body for f in futures] == list(range(20))
-        assert ch.direct.messages_in == before + 20
+        assert ch.direct.messages_in >= before + 20   # (and pongs, on a slow machine)
     finally:
         caller.leave()
 
