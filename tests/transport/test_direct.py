@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.transport.conftest import WAIT, _wait_stopped, echo_handler
-from zps.transport import codec, direct, endpoint, protocol
+from zps.transport import codec, direct, endpoint, protocol, spin
 from zps.transport.endpoint import PeerUnavailableError
 
 
@@ -481,37 +481,37 @@ class FakePoller:
 
 
 def test_spin_polls_without_blocking_once_waits_are_short():
-    spin = direct.Spin(max_s=0.001)
+    spinner = spin.Spin(max_s=0.001)
     poller = FakePoller()
     for _ in range(40):   # quick answers to blocking polls: the average wait falls
-        assert spin.poll(poller, 100) == [(3, 1)]
-    assert spin.average < 0.001
+        assert spinner.poll(poller, 100) == [(3, 1)]
+    assert spinner.average < 0.001
     poller.timeouts.clear()
     poller.misses = 3
-    assert spin.poll(poller, 100) == [(3, 1)]
+    assert spinner.poll(poller, 100) == [(3, 1)]
     assert poller.timeouts == [0, 0, 0, 0]   # found while spinning: no blocking poll
 
 
 def test_spin_gives_up_and_stops_spinning_when_waits_are_long():
-    spin = direct.Spin(max_s=0.001)
-    spin.average = 0.0002
+    spinner = spin.Spin(max_s=0.001)
+    spinner.average = 0.0002
     poller = FakePoller(misses=10 ** 9, blocking_events=False)   # nothing comes
     start = time.monotonic()
-    assert spin.poll(poller, 5) == []
+    assert spinner.poll(poller, 5) == []
     assert time.monotonic() - start < 0.5
     assert poller.timeouts[0] == 0 and poller.timeouts[-1] == 5   # spun, then blocked
     for _ in range(3):
-        spin.poll(poller, 5)
+        spinner.poll(poller, 5)
     poller.timeouts.clear()
-    spin.poll(poller, 5)
+    spinner.poll(poller, 5)
     assert poller.timeouts == [5]   # waits were long: straight to the blocking poll
 
 
 def test_spin_off_never_polls_without_blocking():
-    spin = direct.Spin(max_s=0.0)
+    spinner = spin.Spin(max_s=0.0)
     poller = FakePoller()
     for _ in range(20):
-        spin.poll(poller, 100)
+        spinner.poll(poller, 100)
     assert 0 not in poller.timeouts
 
 

@@ -148,6 +148,11 @@ class StepPlan:
         _check_device_filters(parts, device_filters(config), server.task, config, fetches,
                               targets)
         self._parts = [_TaskPart(task, server.address_of(task), p) for task, p in parts.items()]
+        # When this task has a partition (run in this process, which waits on the RunGraph
+        # connections while it runs), the other tasks may send what it receives back on those
+        # connections (Responder.send_oneway).
+        own = server.address_of(server.task)
+        self._home = own if any(tp.address == own for tp in self._parts) else None
         self._lock = threading.Lock()
         self._running = set()
 
@@ -211,11 +216,10 @@ class StepPlan:
                     body["trace"] = True
                 t0 = time.time()
                 own = caller is not None and caller.reaches(tp.address)
-                if own and any(p.worker is not None for p in self._parts):
-                    # The task may send what this task's partition (run by this thread) receives
-                    # back on this request's connection, which this thread reads while it waits:
-                    # no hand-off from the I/O thread (Responder.send_oneway).
-                    body["home"] = self._server.address_of(self._server.task)
+                if own and self._home is not None:
+                    # This thread reads that connection while it waits: what the task sends
+                    # back for this task's partition needs no hand-off from the I/O thread.
+                    body["home"] = self._home
                 f = (caller if own else self._server.transport).request(
                     tp.address, "RunGraph", body, values, peer_timeout=self._peer_timeout)
                 if trace is not None:   # the master's record spans the request

@@ -42,7 +42,7 @@ import time
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from zps.transport import codec, direct, endpoint, protocol
+from zps.transport import codec, direct, endpoint, protocol, spin
 
 _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
@@ -83,7 +83,7 @@ class Caller:
         self._channels = {}    # address -> _Channel
         self._owners = {}      # socket -> (channel, is its monitor, or _DIRECT)
         self._poller = zmq.Poller()
-        self._spin = direct.Spin()
+        self._spin = spin.Spin()
         self._items = collections.deque()
         self._lock = threading.Lock()   # orders put/shutdown against the owner's waits and close
         self._blocked = False   # the owner waits in poll: a put must wake it
@@ -392,10 +392,9 @@ class Caller:
 
     def _lose_direct(self, ch, error):
         if ch.direct is not None:
-            self._transport.direct_ports.pop(ch.address, None)
             self._poller.unregister(ch.direct.fileno())
             del self._owners[ch.direct.fileno()]
-        endpoint.lose_direct(ch, error)
+        endpoint.lose_direct(ch, error, self._transport.direct_ports)
 
     def _close(self):
         with self._lock:

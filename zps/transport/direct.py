@@ -5,8 +5,9 @@ Why: a ZeroMQ message passes two I/O threads of libzmq (the sender's and the rec
 the receiving thread sees it, and on a small VM each of those wake-ups costs ~25-30 us (an idle
 vCPU's exit to the hypervisor and back: docs/performance.md, sessions 11-12). A round trip of a
 small message took 119-134 us through pyzmq and 7-19 us through a plain socket whose two ends
-shared a vCPU (85-100 us across vCPUs, where the wake-up of the other one dominates: see Spin). A
-latency-bound step (a scalar model's four messages) is mostly those wake-ups. A direct connection is read by
+shared a vCPU (85-100 us across vCPUs, where the wake-up of the other one dominates: see
+zps.transport.spin). A latency-bound step (a scalar model's four messages) is mostly those
+wake-ups. A direct connection is read by
 the transport's I/O thread (a server's requests, the replies of its peers) or by the caller thread
 waiting for its replies (``zps.transport.caller``), so a message wakes one thread.
 
@@ -66,12 +67,6 @@ def _port_range(value):
 
 PORTS = _port_range(os.environ.get("ZPS_DIRECT_PORTS"))
 PREAMBLE_TIMEOUT_S = 30.0   # an accepted connection that sends no preamble is closed after this
-
-# Busy-polling (Spin): how long a thread whose recent waits were short polls without blocking
-# before it sleeps (env ZPS_SPIN_US; 0: never). Never on one CPU, where it would only delay the
-# peer it waits for.
-SPIN_S = int(os.environ.get("ZPS_SPIN_US", "200")) / 1e6 \
-    if len(os.sched_getaffinity(0)) > 1 else 0.0
 
 READ_BYTES = 256 << 10    # bytes asked of one recv
 BIG_FRAME = 64 << 10      # a frame at least this long is received straight into its own buffer
@@ -148,43 +143,6 @@ def listen(host, ports=None):
         except BaseException:
             sock.close()
             raise
-
-
-class Spin:
-    """Adaptive busy-polling before a blocking wait.
-
-    A message to a thread asleep in poll costs the sender a wake-up of another vCPU and the
-    receiver the time to get scheduled (~25-40 us each way on a small VM: docs/performance.md),
-    which is most of a small message's trip. A thread whose recent waits were short (their
-    moving average under SPIN_S: a step's messages coming back and forth) therefore polls without
-    blocking for up to about twice that average before it sleeps; one whose waits are long (a
-    worker computing between messages, an idle server) never spins, and a wait that ends without
-    events (a poll timeout) counts as long.
-    """
-
-    __slots__ = ("max_s", "average")
-
-    def __init__(self, max_s=None):
-        self.max_s = SPIN_S if max_s is None else max_s
-        self.average = 1.0   # seconds: no spinning until short waits were seen
-
-    def poll(self, poller, timeout_ms):
-        """``poller.poll(timeout_ms)``, spinning first if recent waits were short."""
-        start = time.monotonic()
-        if self.average < self.max_s:
-            deadline = start + min(self.max_s, 2 * self.average + 20e-6)
-            while True:
-                events = poller.poll(0)
-                now = time.monotonic()
-                if events:
-                    self.average += (now - start - self.average) * 0.25
-                    return events
-                if now >= deadline:
-                    break
-        events = poller.poll(timeout_ms)
-        waited = time.monotonic() - start if events else max(timeout_ms / 1000.0, self.max_s)
-        self.average += (waited - self.average) * 0.25
-        return events
 
 
 class Conn:

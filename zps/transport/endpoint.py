@@ -34,7 +34,7 @@ import msgpack
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
-from zps.transport import codec, direct, protocol, security
+from zps.transport import codec, direct, protocol, security, spin
 
 log = logging.getLogger("zps.transport")
 
@@ -454,10 +454,13 @@ class _Monitor:
         self.peer = peer
 
 
-class _DirectPeer(_Monitor):
+class _DirectPeer:
     """Poller owner of a peer's direct connection (its replies arrive there)."""
 
-    __slots__ = ()
+    __slots__ = ("peer",)
+
+    def __init__(self, peer):
+        self.peer = peer
 
 
 class _DirectListener:
@@ -650,13 +653,15 @@ def idle(peer):
     return not pending or (len(pending) == 1 and peer.asking in pending)
 
 
-def lose_direct(peer, error):
+def lose_direct(peer, error, directory):
     """``peer``'s direct connection broke (``error``): its requests in flight fail (their
-    replies cannot come any more), and the next message asks again (the server may have been
-    restarted, with another port). The caller unregisters ``peer.direct`` first."""
+    replies cannot come any more), its port is forgotten from ``directory`` (a transport's
+    direct_ports) and the next message asks again (the server may have been restarted, with
+    another port). The caller unregisters ``peer.direct`` first."""
     conn, peer.direct = peer.direct, None
     peer.direct_asked = False
     if conn is not None:
+        directory.pop(peer.address, None)
         conn.close()
     if peer.pending:
         log.info("direct connection to %s lost: %s", peer.address, error)
@@ -945,8 +950,6 @@ class Transport:
 
         def send():
             peer = self._peer(address)
-            if peer.direct is not None:
-                self._read_direct(peer, _POLLIN)
             try:
                 send_parts(peer, parts, lambda e: self._lose_direct(peer, e))
                 self._maybe_direct(peer)
@@ -1034,10 +1037,10 @@ class Transport:
     # -- I/O thread ------------------------------------------------------------------------------
     def _loop(self):
         next_check = time.monotonic()
-        spin = direct.Spin()
+        spinner = spin.Spin()
         try:
             while not self._closed:
-                events = dict(spin.poll(self._poller, POLL_INTERVAL_MS))
+                events = dict(spinner.poll(self._poller, POLL_INTERVAL_MS))
                 try:
                     next_check = self._step(events, next_check)
                 except Exception:  # noqa: BLE001 - keep serving; the failure is logged
@@ -1272,12 +1275,9 @@ class Transport:
             self._lose_direct(peer, e)
 
     def _lose_direct(self, peer, error):
-        if peer.direct is not None:
-            if self.direct_ports.get(peer.address) is not None:
-                del self.direct_ports[peer.address]
-            if self._sockets.pop(peer.direct.fileno(), None) is not None:
-                self._poller.unregister(peer.direct.fileno())
-        lose_direct(peer, error)
+        if peer.direct is not None and self._sockets.pop(peer.direct.fileno(), None) is not None:
+            self._poller.unregister(peer.direct.fileno())
+        lose_direct(peer, error, self.direct_ports)
 
     def _check_peers(self, now):
         for limiter in LogLimiter._all:
