@@ -128,6 +128,9 @@ def test_an_ipv6_address_binds_only_itself_and_serves():
         with socket.socket(socket.AF_INET6) as s, pytest.raises(OSError):
             s.bind(("::1", port))   # taken by the server
         with socket.socket() as s:
+            # (SO_REUSEADDR: a closed connection of this machine may still hold the port number
+            # in TIME_WAIT; a listener on it would still refuse the bind)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", port))   # IPv4 is not bound: only the spec's address is
         with tf.Graph().as_default():
             with tf.Session(server.target) as sess:

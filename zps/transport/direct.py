@@ -130,6 +130,8 @@ def listen(host, ports=None):
     for port in ports or (0,):
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
+            # as ZeroMQ's listeners: a port whose old connections are in TIME_WAIT can be taken
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((addr[0], port) + tuple(addr[2:]))
             sock.listen(128)
             sock.setblocking(False)
