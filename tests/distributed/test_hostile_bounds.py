@@ -247,7 +247,32 @@ def test_malformed_tensors_messages_are_counted_exactly_and_logged_rate_limited(
     assert status(server)["malformed"] - before == n
     lines = [r.getMessage() for r in caplog.records if "malformed Tensors message" in r.getMessage()]
     assert 1 <= len(lines) <= 5
-    assert "peer 127.0.0.1" in lines[0] and "a list of 1 strings" in lines[0]
+    assert "peer 127.0.0.1" in lines[0] and "a list naming the 1 tensors" in lines[0]
+    assert server.rendezvous.pending_steps() == 0
+
+
+def test_a_group_in_a_tensors_message_reaches_its_receiver_as_one_tuple(server):
+    attacker = server.attack()
+    a, b, c = np.arange(3.0), np.ones((2, 2), np.int32), np.float32(7)
+    attacker.tensors(555, [["g", 2], "k"], [a, b, c])
+    wait_for(lambda: server.rendezvous.pending_steps() == 1, what="the message")
+    got = []
+    server.rendezvous.recv(555, "g", got.append)
+    server.rendezvous.recv(555, "k", got.append)
+    assert type(got[0]) is tuple and len(got[0]) == 2
+    np.testing.assert_array_equal(got[0][0], a)
+    np.testing.assert_array_equal(got[0][1], b)
+    assert got[1] == 7
+
+
+@pytest.mark.parametrize("keys", [[["g", 3]], [["g", 0], "k", "j"], [["g", True], "k"], [["g"]],
+                                  [[7, 2]], [["g", 1], "k", "j"]])
+def test_malformed_groups_in_tensors_messages_are_counted_and_deliver_nothing(server, keys):
+    before = status(server)["malformed"]
+    attacker = server.attack()
+    attacker.tensors(777, keys, [np.zeros(2), np.zeros(2)])
+    wait_for(lambda: status(server)["malformed"] - before >= 1, what="the message to be counted")
+    assert status(server)["malformed"] - before == 1
     assert server.rendezvous.pending_steps() == 0
 
 
@@ -319,7 +344,7 @@ def test_malformed_tensors_for_a_running_step_abort_it_at_once(server):
     e = result["error"]
     assert isinstance(e, errors.DataLossError)
     assert "step 123456789 aborted" in e.message and "malformed Tensors message" in e.message
-    assert "peer 127.0.0.1" in e.message and "a list of 1 strings" in e.message
+    assert "peer 127.0.0.1" in e.message and "a list naming the 1 tensors" in e.message
     # A malformed message for a step not running here aborts nothing.
     attacker.tensors(99, [7], [np.zeros(2, np.float32)])
     attacker.tensors(step + 1, ["w->ps:x"], [np.ones(2, np.float32)])

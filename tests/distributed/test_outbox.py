@@ -10,7 +10,9 @@ class _Transport:
         self.sent = []
 
     def send_oneway(self, address, method, body, tensors):
-        assert method == "Tensors" and len(body["keys"]) == len(tensors)
+        # A key names one tensor, [key, n] a group of n (a _SendN's).
+        assert method == "Tensors"
+        assert sum(1 if isinstance(k, str) else k[1] for k in body["keys"]) == len(tensors)
         self.sent.append((address, list(body["keys"]), [t.nbytes for t in tensors]))
 
 
@@ -73,3 +75,38 @@ def test_a_large_send_goes_at_once_with_what_waited_for_its_destination():
     assert sent == [("addr-a", ["small", "big"], [16, ws.EAGER_SEND_BYTES])]
     box.flush()
     assert sent[-1] == ("addr-b", ["other"], [16])
+
+
+def test_a_group_is_one_entry_of_the_keys_followed_by_its_tensors():
+    box, sent = _outbox()
+    box.send("a", "k0", np.zeros(1, np.float32))
+    box.send_n("a", "g", (np.zeros(2, np.float32), np.zeros(3, np.int8), np.zeros((), np.float64)))
+    box.send("a", "k1", np.zeros(4, np.uint8))
+    box.flush()
+    assert sent == [("addr-a", ["k0", ["g", 3], "k1"], [4, 8, 3, 8, 4])]
+
+
+def test_a_group_counts_its_tensors_and_bytes_toward_sending_the_batch():
+    box, sent = _outbox()
+    box.send_n("a", "g", [np.zeros(1, np.uint8)] * (ws.EAGER_BATCH_COUNT - 1))
+    assert sent == []
+    box.send_n("a", "h", [np.zeros(1, np.uint8)] * 2)
+    assert [keys for _, keys, _ in sent] == [[["g", ws.EAGER_BATCH_COUNT - 1], ["h", 2]]]
+    box.send_n("a", "big", [np.zeros(ws.EAGER_SEND_BYTES // 2, np.uint8)] * 2)
+    assert [keys for _, keys, _ in sent][-1] == [["big", 2]]
+
+
+def test_a_group_for_a_task_of_this_process_is_handed_over_as_one_tuple():
+    from zps.distributed.rendezvous import Rendezvous
+
+    class _Local:
+        rendezvous = Rendezvous()
+
+    server = _Server()
+    server.local_peer = lambda address: _Local
+    box = ws._Outbox(server, step_id=7)
+    values = (np.zeros(2), np.ones(1))
+    box.send_n("a", "g", list(values))
+    got = []
+    _Local.rendezvous.recv(7, "g", got.append)
+    assert type(got[0]) is tuple and got[0] == values and server.transport.sent == []

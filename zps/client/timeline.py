@@ -164,9 +164,9 @@ def step_breakdown(step_stats):
         start = end = None
         for ns in dev.node_stats:
             _, op_type, _ = _parse_op_label(ns.timeline_label)
-            if op_type == "_Recv":
+            if op_type in ("_Recv", "_RecvN"):
                 cat = "network_wait"
-            elif op_type in ("_Send", "_FlushSends"):
+            elif op_type in ("_Send", "_SendN", "_FlushSends"):
                 cat = "send"
             elif op_type == "_RunGraph":
                 cat = "rpc"

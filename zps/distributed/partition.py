@@ -3,13 +3,15 @@
 Every op is assigned to a task (its device's job and task; the master's task when unplaced; the
 task of a variable for ops that update it, as TF's placer does for reference edges). Each edge
 between tasks gets one ``_Send`` on the producer's task and one ``_Recv`` on the consumer's,
-shared by all consumers on that task; control edges between tasks carry an empty token. Fed
-tensors become placeholders in every partition that reads them; constants, and values known when
-the graph is built (a static shape, a size), become a constant in every partition that reads
-them, so they are never sent.
+shared by all consumers on that task; control edges between tasks carry an empty token. Small
+edges between two tasks whose values are ready together share one ``_SendN`` / ``_RecvN``
+(``_transfer_groups``). Fed tensors become placeholders in every partition that reads them;
+constants, and values known when the graph is built (a static shape, a size), become a constant
+in every partition that reads them, so they are never sent.
 """
 
 import collections
+import itertools
 
 import numpy as np
 
@@ -17,7 +19,7 @@ from zps.distributed import transfer_ops  # noqa: F401 - registers _Send/_Recv
 from zps.framework import dtypes, errors
 from zps.framework.constant import constant_value
 from zps.framework.device import DeviceSpec
-from zps.framework.graph import Graph
+from zps.framework.graph import Graph, Operation
 from zps.runtime.executor import prune
 
 
@@ -142,12 +144,35 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
         return p
 
     transfers = {}  # (source tensor or op, destination task) -> _Recv output there
+    grouped, groups = _transfer_groups(ops, task, fed, folded)
+    group_recvs = {}   # group -> its _RecvN
+    group_values = {}  # group -> [make_value of each transfer]: its _SendN is made last
 
     def transfer(source, src, dst, label, dtype, shape, make_value):
         """One _Send on ``src`` and one _Recv on ``dst`` for ``source``, shared by all its
-        consumers on ``dst``; ``make_value(src_partition)`` builds the value to send."""
+        consumers on ``dst``; ``make_value(src_partition)`` builds the value to send. A transfer
+        of a group (``_transfer_groups``) is an output of the group's _RecvN instead."""
         recv = transfers.get((source, dst))
-        if recv is None:
+        if recv is not None:
+            return recv
+        if (source, dst) in grouped:
+            group, i = grouped[(source, dst)]
+            recv_n = group_recvs.get(group)
+            if recv_n is None:
+                sources = groups[group]
+                wire = "%s->%s:%s+%d" % (src, dst, label, len(sources))
+                recv_n = group_recvs[group] = part(dst).add(
+                    "_RecvN", [], {"key": wire, "src": str(src), "dtypes": [
+                        _TOKEN_DTYPE if isinstance(s, Operation) else s.dtype for s in sources],
+                        "shapes": [() if isinstance(s, Operation) else _shape_attr(s)
+                                   for s in sources]},
+                    "_recv/%s_%d/%s" % (_safe(label), len(sources), _safe(str(src))),
+                    num_outputs=len(sources))
+                group_values[group] = (src, {"key": wire, "dst": str(dst)}, "_send/%s_%d/%s" % (
+                    _safe(label), len(sources), _safe(str(dst))), [None] * len(sources))
+            group_values[group][3][i] = make_value
+            recv = recv_n.outputs[i]
+        else:
             wire = "%s->%s:%s" % (src, dst, label)
             sp = part(src)
             send = sp.add("_Send", [make_value(sp)], {"key": wire, "dst": str(dst)},
@@ -156,7 +181,7 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
             recv = part(dst).add("_Recv", [], {"key": wire, "src": str(src), "dtype": dtype,
                                                "shape": shape},
                                  "_recv/%s/%s" % (_safe(label), _safe(str(src)))).outputs[0]
-            transfers[(source, dst)] = recv
+        transfers[(source, dst)] = recv
         return recv
 
     def place(new, op, p):
@@ -225,6 +250,12 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
         for src_t, dst_t in zip(op._outputs, new._outputs):
             p.mapped[src_t] = dst_t
 
+    for src, attrs, name, make_values in group_values.values():
+        # After every op, when the source partition holds each value of the group.
+        sp = part(src)
+        send = sp.add("_SendN", [make(sp) for make in make_values], attrs, name)
+        sp.targets.append(send.name)
+
     for i, t in enumerate(fetches):
         if t not in fed:
             # A value known when the graph is built is fetched from the master's own task.
@@ -239,6 +270,91 @@ def partition(feeds, fetches, targets, default_task, known_tasks=None, soft_plac
         else:
             _mark_streamable(p)
     return parts
+
+
+# Transfers from one task to another whose values are ready together travel as one group: one
+# _SendN, one _RecvN, one rendezvous key and one entry of a message's keys instead of a _Send, a
+# _Recv and a key each, which cost ~10 us a transfer of the two sides' Python (a thousand 16 KB
+# variables pulled and pushed back by a worker, tools/bench_scaling.py: 42-49 -> 21-26 ms a step).
+# Only small transfers are grouped (the larger travel zero-copy, and a large one goes out the
+# moment it is ready, so that its receiver works on it while the sender computes on), and a
+# group is bounded so that the receiver works on one while the next is made.
+GROUP_TENSOR_BYTES = 64 << 10   # a transfer of more bytes than this (or of unknown size) goes alone
+GROUP_BYTES = 2 << 20           # a group holds at most this many bytes
+GROUP_SIZE = 128                # and at most this many transfers
+
+
+def _transfer_groups(ops, task, fed, folded):
+    """The transfers the partitions will make (as ``partition`` does: an input or control input
+    of an op on another task, not fed nor folded) that travel in groups of two or more:
+    ``({(source, destination task): (group, index in it)}, {group: [source, ...]})``.
+
+    Two transfers between the same two tasks share a group only if they wait for the same
+    things: the ops that may wait (asynchronous ops: a _Recv, a blocking dequeue) on the source
+    task that one's value depends on, the other's depends on too, and in turn their transfers
+    from other tasks. Both values are then ready in the same wave of the source partition, with
+    nothing to wait for between them: sending them together holds neither back until something
+    that may need what the other sends (a group cannot deadlock where its transfers alone would
+    not), and the grouped recvs arrive together as their sends leave together.
+    """
+    waits = {}         # op -> frozenset of what its value waits for on its task
+    group_of = {}      # (source, destination) -> group
+    members = collections.defaultdict(list)
+    filling = {}       # (source task, destination task, waits) -> (group being filled, bytes)
+    ids = itertools.count()
+
+    def transfer(source, src, dst):
+        placed = group_of.get((source, dst))
+        if placed is None:
+            nbytes = _static_bytes(source)
+            if nbytes is None or nbytes > GROUP_TENSOR_BYTES:
+                group = next(ids)   # alone
+            else:
+                slot = (src, dst, waits[source if isinstance(source, Operation) else source.op])
+                group, used = filling.get(slot, (None, 0))
+                if group is None or used + nbytes > GROUP_BYTES \
+                        or len(members[group]) >= GROUP_SIZE:
+                    group, used = next(ids), 0
+                filling[slot] = (group, used + nbytes)
+            placed = group_of[(source, dst)] = (group, len(members[group]))
+            members[group].append(source)
+        return frozenset(placed[:1])
+
+    for op in ops:
+        if op in folded:
+            continue
+        here = task[op]
+        w = _NOTHING
+        for t in op._inputs:
+            if t not in fed and t.op not in folded:
+                src = task[t.op]
+                w = _union(w, waits[t.op] if src == here else transfer(t, src, here))
+        for c in op._control_inputs:
+            src = task[c]
+            w = _union(w, waits[c] if src == here else transfer(c, src, here))
+        waits[op] = w | {op} if op.op_def.is_async else w
+    grouped = {key: placed for key, placed in group_of.items() if len(members[placed[0]]) > 1}
+    return grouped, {group: members[group] for group, _ in grouped.values()}
+
+
+_NOTHING = frozenset()
+
+
+def _union(a, b):
+    if a is b or not b:
+        return a
+    return b if not a else a | b
+
+
+def _static_bytes(source):
+    """The bytes a transfer of ``source`` (a tensor, or an op for a control token) carries, as
+    its static shape says; None where unknown (or of strings)."""
+    if isinstance(source, Operation):
+        return _TOKEN.nbytes
+    shape, size = source.get_shape(), source.dtype.base_dtype.size
+    if not size or not shape.is_fully_defined():
+        return None
+    return shape.num_elements() * size
 
 
 def _folded_ops(ops, targets):

@@ -46,15 +46,48 @@ def _env_int(name, default):
 
 
 def _deliver(value, callback, stream_ok):
-    if stream_ok or not getattr(value, "zps_streamed", False):
+    if type(value) is tuple:   # a group (_RecvN): whole once each of its tensors is
+        streaming = [v for v in value if getattr(v, "zps_streamed", False)]
+        if streaming:
+            _deliver_group(value, streaming, callback)
+        else:
+            callback(value)
+    elif stream_ok or not getattr(value, "zps_streamed", False):
         callback(value)
     else:   # the whole tensor, once its last chunk is in (or the stream's error)
-        value.when_complete(lambda result: callback(
-            result if not isinstance(result, BaseException) else errors.AbortedError(
-                None, None, "a tensor streaming in stopped arriving: %s; retry the step" % result)))
+        value.when_complete(lambda result: callback(_whole(result)))
+
+
+def _whole(result):
+    return result if not isinstance(result, BaseException) else errors.AbortedError(
+        None, None, "a tensor streaming in stopped arriving: %s; retry the step" % result)
+
+
+def _deliver_group(values, streaming, callback):
+    """``callback`` of the group ``values`` once its ``streaming`` tensors are whole (or of the
+    first stream's error)."""
+    lock = threading.Lock()
+    left, failed = len(streaming), False
+
+    def one_done(result):
+        nonlocal left, failed
+        with lock:
+            if failed:
+                return
+            failed = isinstance(result, BaseException)
+            left -= 1
+            if left and not failed:
+                return
+        callback(_whole(result) if failed else tuple(
+            v.array if getattr(v, "zps_streamed", False) else v for v in values))
+
+    for v in streaming:
+        v.when_complete(one_done)
 
 
 def _nbytes(value):
+    if type(value) is tuple:
+        return sum(_nbytes(v) for v in value)
     n = getattr(value, "nbytes", None)
     return n if isinstance(n, int) else 64
 

@@ -426,11 +426,12 @@ class Server:
 
     def _put_tensors(self, body, tensors):
         step, keys = body.get("step"), body.get("keys")
-        if not isinstance(step, int) or not isinstance(keys, list) or len(keys) != len(tensors) \
-                or not all(isinstance(k, str) for k in keys):
+        values = _keyed_values(keys, tensors) if isinstance(step, int) else None
+        if values is None:
             peer = self._bound.peer() if self._bound is not None else "a peer"
-            reason = "'step' must be an int and 'keys' a list of %d strings (one per tensor), got " \
-                "step %.40r and keys %.80r" % (len(tensors), step, keys)
+            reason = "'step' must be an int and 'keys' a list naming the %d tensors (a string " \
+                "per tensor, or [string, n] for a group of n), got step %.40r and keys %.80r" \
+                % (len(tensors), step, keys)
             _bad_tensors_log.warning(peer, "%s: malformed Tensors message from %s dropped: %s",
                                      self._task, peer, reason)
             if self._bound is not None:
@@ -443,7 +444,7 @@ class Server:
                                                       reason)))
             return
         def put_all():
-            for refused in self.rendezvous.put_many(step, keys, tensors):
+            for refused in self.rendezvous.put_many(step, *values):
                 peer = self._bound.peer() if self._bound is not None else "a peer"
                 _bad_tensors_log.warning(peer, "%s: %s (from %s)", self._task, refused, peer)
 
@@ -601,6 +602,29 @@ class Server:
         "RunStep": _rpc_run_step,
         "Status": _rpc_status,
     }
+
+
+def _keyed_values(keys, tensors):
+    """The (keys, values) of a Tensors message: a key per tensor, or ``[key, n]`` for a group of
+    the next n tensors (a _SendN's, delivered as one tuple); None if malformed."""
+    if not isinstance(keys, list):
+        return None
+    if len(keys) == len(tensors) and all(type(k) is str for k in keys):
+        return keys, tensors   # no group: the common message
+    names, values, i = [], [], 0
+    for k in keys:
+        if type(k) is str and i < len(tensors):
+            names.append(k)
+            values.append(tensors[i])
+            i += 1
+        elif type(k) is list and len(k) == 2 and type(k[0]) is str and type(k[1]) is int \
+                and 1 <= k[1] <= len(tensors) - i:
+            names.append(k[0])
+            values.append(tuple(tensors[i:i + k[1]]))
+            i += k[1]
+        else:
+            return None
+    return (names, values) if i == len(tensors) else None
 
 
 def _graph_reply(trace):

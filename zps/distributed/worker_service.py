@@ -146,6 +146,7 @@ class WorkerService:
         rendezvous = self._server.rendezvous
         ctx = StepContext(self._server.resources, step_id=step_id, extras={
             "send": outbox.send,
+            "send_n": outbox.send_n,
             "recv": lambda src, key, done, stream_ok=False: rendezvous.recv(step_id, key, done,
                                                                             stream_ok),
             "flush": outbox.flush,
@@ -234,24 +235,30 @@ class _Outbox:
         self._lock = threading.Lock()
 
     def send(self, dst, key, value):
+        self._add(dst, key, (value,), getattr(value, "nbytes", 0), False)
+
+    def send_n(self, dst, key, values):
+        """The values of a _SendN, under one key (``[key, n]`` in the message's keys)."""
+        self._add(dst, key, values, sum(getattr(v, "nbytes", 0) for v in values), True)
+
+    def _add(self, dst, key, values, nbytes, group):
         route = self._routes.get(dst)
         if route is None:
             address = self._server.address_of(dst)
             route = self._routes[dst] = (address, self._server.local_peer(address))
         address, local = route
         if local is not None:
-            local.rendezvous.put(self._step_id, key, value)
+            local.rendezvous.put(self._step_id, key, tuple(values) if group else values[0])
             return
-        nbytes = getattr(value, "nbytes", 0)
         with self._lock:
             batch = self._pending.get(address)
             if batch is None:
                 batch = self._pending[address] = _Batch()
-            batch.keys.append(key)
-            batch.values.append(value)
+            batch.keys.append([key, len(values)] if group else key)
+            batch.values.extend(values)
             batch.nbytes += nbytes
             if nbytes < EAGER_SEND_BYTES and batch.nbytes < EAGER_BATCH_BYTES \
-                    and len(batch.keys) < EAGER_BATCH_COUNT:
+                    and len(batch.values) < EAGER_BATCH_COUNT:
                 return
             del self._pending[address]
         self._send(address, batch)

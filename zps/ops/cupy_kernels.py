@@ -38,7 +38,7 @@ from zps.framework.registry import GENERIC, REGISTRY
 __all__ = []
 
 CPU_ONLY = frozenset([
-    "_Send", "_Recv",
+    "_Send", "_Recv", "_SendN", "_RecvN",
     "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue",
     "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue", "QueueDequeueMany", "QueueDequeueUpTo",
     "QueueClose", "QueueSize", "QueueIsClosed",
@@ -321,7 +321,7 @@ def to_host_pinned(ctx, x):
 
 
 def host_transfer_for(consumer_type):
-    return to_host_pinned if consumer_type == "_Send" else to_host
+    return to_host_pinned if consumer_type in ("_Send", "_SendN") else to_host
 
 
 # -- GPU kernels for ops whose generic kernel uses numpy-only APIs ------------------------------

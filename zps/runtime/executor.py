@@ -439,7 +439,7 @@ def _inline_kind(step, gpu, limit):
     opdef = op.op_def
     if gpu or not opdef.light_ok:
         return _NEVER   # a GPU plan's kernels run on the threads that own its devices
-    if opdef.type in ("_Recv", "NoOp"):
+    if opdef.type in ("_Recv", "_RecvN", "NoOp"):
         return _ALWAYS
     if opdef.inline_cost is not None:
         return _SMALL   # its cost is known once its inputs are (_small)
@@ -757,6 +757,7 @@ def _dependencies(steps, slots):
 _SENDS = 2   # _urgency of a _Send; 1: a step feeding one; 0: the others
 # Ops that only pass a value on (or a control token): a step feeding a _Send through them still
 # feeds it directly.
+_SEND_TYPES = ("_Send", "_SendN")
 _FORWARDING = frozenset(("Identity", "IdentityN", "Reshape", "ExpandDims", "Squeeze",
                          "StopGradient", "NoOp", "Const"))
 
@@ -773,7 +774,7 @@ def _urgency(steps, dependents):
     urgency = [0] * len(steps)
     for k in range(len(steps) - 1, -1, -1):
         op_type = steps[k].op.type
-        if op_type == "_Send":
+        if op_type in _SEND_TYPES:
             urgency[k] = _SENDS
         elif any(urgency[d] == _SENDS or urgency[d] and steps[d].op.type in _FORWARDING
                  for d in dependents[k]):
@@ -819,7 +820,7 @@ def _sent_reads(ops, fed, ordering, fetches):
     reads the variable itself when it runs, one kernel less per variable and step. Not a read
     with control edges, fetched or fed (it could then be ordered or seen apart from the send)."""
     readers = collections.Counter(t for op in ops for t in op._inputs)
-    sends = {t for op in ops if op.type == "_Send" for t in op._inputs}
+    sends = {t for op in ops if op.type in _SEND_TYPES for t in op._inputs}
     fetched = set(fetches)
     return {op._outputs[0]: op._inputs[0] for op in ops
             if op.type == "Identity" and op._inputs[0].is_ref and _unordered(op, fed, ordering)

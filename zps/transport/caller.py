@@ -172,7 +172,8 @@ class Caller:
         ``Transport.request``; large tensors are sent without a copy)."""
         future = concurrent.futures.Future()
         msg_id = next(self._ids)
-        parts = codec.encode_parts(protocol.REQUEST, msg_id, body, tensors, method=method)
+        parts = codec.encode_parts(protocol.REQUEST, msg_id, body, tensors, method=method,
+                                   gather=True)
         if self._closing:
             future.set_exception(endpoint.TransportError("transport is closed"))
             return future
@@ -211,7 +212,8 @@ class Caller:
         """``Transport.send_oneway`` on this thread's own DEALER to ``address`` (a step's tensors
         for another task, sent by the thread that computed them without waking the I/O thread).
         Raises TransportError once the transport is closed."""
-        parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
+        parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method,
+                                   gather=True)
         try:
             if self._closing:
                 raise zmq.ZMQError(zmq.ETERM)

@@ -37,7 +37,7 @@ import socket
 import struct
 import time
 
-from zps.transport import protocol
+from zps.transport import codec, protocol
 
 VERSION = 1
 MAGIC = b"ZPSD"
@@ -333,6 +333,14 @@ class Conn:
         views = []
         lens = []
         for f in frames:
+            if type(f) is codec.Pieces:   # one frame, gathered from its pieces by sendmsg
+                n = 0
+                for p in f:
+                    if len(p):
+                        views.append(p)
+                        n += len(p)
+                lens.append(n)
+                continue
             v = f if type(f) is bytes else memoryview(f).cast("B")
             n = len(v)
             lens.append(n)

@@ -66,10 +66,11 @@ _POLLOUT = int(zmq.POLLOUT)
 
 
 def send_frames(sock, frames):
-    """Send ``frames`` (buffers) as one multipart message, without copying large ones."""
+    """Send ``frames`` (buffers, or codec.Pieces) as one multipart message, without copying
+    large ones."""
     last = len(frames) - 1
     for i, f in enumerate(frames):
-        _base_send(sock, f, _SNDMORE if i < last else 0, False, False)
+        _base_send(sock, codec.frame_bytes(f), _SNDMORE if i < last else 0, False, False)
 
 
 def peer_send(peer, frames):
@@ -353,7 +354,8 @@ class Responder:
 
     def reply(self, body=None, tensors=()):
         """Answer with plain-data ``body`` and ``tensors`` (not copied: do not modify them after)."""
-        self._send(codec.encode_parts(protocol.REPLY, self._id, body, tensors), error=False)
+        self._send(codec.encode_parts(protocol.REPLY, self._id, body, tensors, gather=True),
+                   error=False)
 
     def send_oneway(self, method, body=None, tensors=()):
         """Send the requester a one-way message on the connection the request came on, before
@@ -361,7 +363,7 @@ class Responder:
         for the answer reads it itself (``Caller.on_oneway``). TransportError once the transport
         is closed."""
         parts = codec.encode_parts(protocol.ONEWAY, next(self._transport._ids), body, tensors,
-                                   method=method)
+                                   method=method, gather=True)
         parts = [[self._identity] + frames for frames in parts]
         self._transport._submit(lambda: all(self._bound.send(frames) for frames in parts))
 
@@ -421,7 +423,7 @@ class BoundSocket:
             return True
         self.stats.messages_out += 1
         self.stats.errors_sent += bool(error)
-        self.stats.bytes_out += sum(memoryview(f).nbytes for f in frames[1:])
+        self.stats.bytes_out += sum(codec.frame_nbytes(f) for f in frames[1:])
         return True
 
     def close(self):
@@ -504,7 +506,7 @@ class _DirectServer:
             return True
         stats.messages_out += 1
         stats.errors_sent += bool(error)
-        stats.bytes_out += sum(memoryview(f).nbytes for f in frames[1:])
+        stats.bytes_out += sum(codec.frame_nbytes(f) for f in frames[1:])
         return True
 
 
@@ -872,7 +874,8 @@ class Transport:
         """
         future = concurrent.futures.Future()
         msg_id = next(self._ids)
-        parts = codec.encode_parts(protocol.REQUEST, msg_id, body, tensors, method=method)
+        parts = codec.encode_parts(protocol.REQUEST, msg_id, body, tensors, method=method,
+                                   gather=True)
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def send():
@@ -946,7 +949,8 @@ class Transport:
         if caller is not None and caller.busy and not caller.closed and caller.reaches(address):
             caller.send_oneway(address, method, body, tensors)
             return
-        parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method)
+        parts = codec.encode_parts(protocol.ONEWAY, next(self._ids), body, tensors, method=method,
+                                   gather=True)
 
         def send():
             peer = self._peer(address)
