@@ -379,6 +379,18 @@ def test_messages_split_anywhere_are_reassembled(pair):
     assert [[bytes(f) for f in m] for m in got] == [[bytes(f) for f in m] for m in messages]
 
 
+def test_a_frame_given_as_pieces_is_sent_as_one_frame(pair):
+    a, b = pair
+    xs = [np.arange(3, dtype=np.float32), np.int8(5), np.ones(4)]
+    gathered, = codec.encode_parts(protocol.ONEWAY, 1, None, xs, method="m", gather=True)
+    assert any(type(f) is codec.Pieces for f in gathered)
+    a.write(gathered + [codec.Pieces([b"", b"ab", b"", b"c"])])
+    got, = read_all(b, 1)
+    assert [bytes(f) for f in got] == [bytes(codec.frame_bytes(f)) for f in gathered] + [b"abc"]
+    for x, y in zip(xs, codec.decode(got[:-1]).tensors):
+        np.testing.assert_array_equal(x, y)
+
+
 def test_a_write_the_socket_cannot_take_is_queued_and_flushed(pair):
     a, b = pair
     a.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
@@ -480,7 +492,14 @@ class FakePoller:
         return [(3, 1)] if self.blocking_events else []
 
 
-def test_spin_polls_without_blocking_once_waits_are_short():
+@pytest.fixture
+def uncrowded(monkeypatch):
+    """Spin tests decide for themselves whether the machine is crowded (the suite's own
+    processes may crowd it)."""
+    monkeypatch.setattr(spin, "crowded", lambda now: False)
+
+
+def test_spin_polls_without_blocking_once_waits_are_short(uncrowded):
     spinner = spin.Spin(max_s=0.001)
     poller = FakePoller()
     for _ in range(40):   # quick answers to blocking polls: the average wait falls
@@ -492,7 +511,7 @@ def test_spin_polls_without_blocking_once_waits_are_short():
     assert poller.timeouts == [0, 0, 0, 0]   # found while spinning: no blocking poll
 
 
-def test_spin_gives_up_and_stops_spinning_when_waits_are_long():
+def test_spin_gives_up_and_stops_spinning_when_waits_are_long(uncrowded):
     spinner = spin.Spin(max_s=0.001)
     spinner.average = 0.0002
     poller = FakePoller(misses=10 ** 9, blocking_events=False)   # nothing comes
@@ -513,6 +532,35 @@ def test_spin_off_never_polls_without_blocking():
     for _ in range(20):
         spinner.poll(poller, 100)
     assert 0 not in poller.timeouts
+
+
+def test_nobody_spins_while_the_machine_has_more_runnable_threads_than_cpus(monkeypatch):
+    monkeypatch.setattr(spin, "crowded", lambda now: True)
+    spinner = spin.Spin(max_s=0.001)
+    spinner.average = 0.0001   # waits were short: it would spin
+    poller = FakePoller()
+    for _ in range(20):
+        spinner.poll(poller, 100)
+    assert 0 not in poller.timeouts
+
+
+@pytest.mark.parametrize("loadavg, cpus, crowded", [
+    (b"0.52 0.58 0.59 4/250 1234\n", 2, True), (b"0.52 0.58 0.59 3/250 1234\n", 2, False),
+    (b"9.0 9.0 9.0 9/250 1234\n", 16, False), (b"garbage\n", 2, False), (None, 2, False)])
+def test_the_machine_is_crowded_when_threads_wait_for_its_cpus(
+        tmp_path, loadavg, cpus, crowded):
+    path = tmp_path / "loadavg"
+    if loadavg is not None:
+        path.write_bytes(loadavg)
+    check = spin._Crowding(str(path), cpus=cpus)
+    assert check(time.monotonic()) is crowded
+    if loadavg is not None and crowded:
+        path.write_bytes(b"0.1 0.1 0.1 1/250 1234\n")   # read again only after CROWDED_CHECK_S
+        assert check(time.monotonic()) is True
+        time.sleep(spin.CROWDED_CHECK_S * 2)
+        assert check(time.monotonic()) is False
+    if check._fd is not None:
+        os.close(check._fd)
 
 
 def test_a_peer_that_reads_nothing_is_dropped_past_the_queue_limit(monkeypatch, pair):
