@@ -327,7 +327,8 @@ class Conn:
         return bool(self._out)
 
     def write(self, frames):
-        """Send one message of ``frames`` (buffers, not copied: leave them alone until sent)."""
+        """Send one message of ``frames`` (buffers, not copied: leave them alone until sent);
+        returns the bytes of its frames."""
         if self.closed:
             raise ConnectionLostError("the connection is closed")
         views = []
@@ -346,12 +347,15 @@ class Conn:
             lens.append(n)
             if n:   # (an empty buffer left queued would never be sent: flush stops at 0 bytes)
                 views.append(v)
-        views.insert(0, struct.pack("<I%dQ" % len(lens), len(lens), *lens))
-        self._send_now(views)
+        head = struct.pack("<I%dQ" % len(lens), len(lens), *lens)
+        views.insert(0, head)
+        nbytes = sum(lens)
+        self._send_now(views, len(head) + nbytes)
+        return nbytes
 
-    def _send_now(self, views):
+    def _send_now(self, views, nbytes=None):
         self._out.extend(views)
-        self._queued += sum(len(v) for v in views)
+        self._queued += sum(len(v) for v in views) if nbytes is None else nbytes
         if self.flush():
             return
         if self._queued > MAX_QUEUED_BYTES and not self.blocking:

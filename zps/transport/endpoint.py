@@ -496,7 +496,7 @@ class _DirectServer:
         try:
             if self.conn.closed:
                 raise direct.ConnectionLostError("closed")
-            self.conn.write(frames[1:])
+            nbytes = self.conn.write(frames[1:])
         except direct.ConnectionLostError as e:
             log.debug("dropping reply on %s (direct, %s): %s", self.bound.address, self.conn.peer, e)
             stats.replies_dropped += 1
@@ -506,7 +506,7 @@ class _DirectServer:
             return True
         stats.messages_out += 1
         stats.errors_sent += bool(error)
-        stats.bytes_out += sum(codec.frame_nbytes(f) for f in frames[1:])
+        stats.bytes_out += nbytes
         return True
 
 
