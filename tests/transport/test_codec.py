@@ -183,9 +183,9 @@ def test_gathered_pack_frames_are_the_pieces_of_the_joined_frames():
     pieces = [f for f in gathered if type(f) is codec.Pieces]
     assert len(pieces) == 2 and np.shares_memory(np.frombuffer(pieces[0][0], np.uint8), xs[0])
     for j, g in zip(joined, gathered):
-        assert bytes(codec.frame_bytes(g)) == bytes(j)
+        assert bytes(codec.joined(g)) == bytes(j)
         assert codec.frame_nbytes(g) == memoryview(j).nbytes
-    msg = decode([bytes(codec.frame_bytes(f)) for f in gathered])
+    msg = decode([bytes(codec.joined(f)) for f in gathered])
     for x, y in zip(xs, msg.tensors):
         np.testing.assert_array_equal(x, y)
         assert x.dtype == y.dtype

@@ -386,7 +386,7 @@ def test_a_frame_given_as_pieces_is_sent_as_one_frame(pair):
     assert any(type(f) is codec.Pieces for f in gathered)
     a.write(gathered + [codec.Pieces([b"", b"ab", b"", b"c"])])
     got, = read_all(b, 1)
-    assert [bytes(f) for f in got] == [bytes(codec.frame_bytes(f)) for f in gathered] + [b"abc"]
+    assert [bytes(f) for f in got] == [bytes(codec.joined(f)) for f in gathered] + [b"abc"]
     for x, y in zip(xs, codec.decode(got[:-1]).tensors):
         np.testing.assert_array_equal(x, y)
 

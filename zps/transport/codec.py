@@ -98,7 +98,7 @@ def encode_parts(kind, msg_id, body=None, tensors=(), method=None, gather=False)
     the first message is the head, then come CHUNK messages of one zero-copy frame each, to be
     reassembled by a :class:`StreamAssembler`. A message without large tensors is one message.
     ``gather``: a frame of packed small tensors is left as its :class:`Pieces` (not copied: a
-    direct connection sends them with one ``sendmsg``; ``frame_bytes`` joins them for ZeroMQ).
+    direct connection sends them with one ``sendmsg``; ``joined`` makes them one for ZeroMQ).
     """
     streamed = []
     parts = [_encode(kind, msg_id, body, tensors, method, streamed, gather)]
@@ -122,6 +122,8 @@ def _encode(kind, msg_id, body, tensors, method, streamed, gather=False):
     metas, frames = [], []
     strings = []
     pack, pack_end = None, 0   # the small tensors of the pack frame being filled, its length
+    zero_copy, frame_max, align = protocol.ZERO_COPY_BYTES, protocol.FRAME_BYTES, \
+        protocol.PACK_ALIGN
     for i, t in enumerate(tensors):
         arr = t if isinstance(t, np.ndarray) else np.asarray(t)
         name = _WIRE_NAMES.get(arr.dtype)
@@ -139,17 +141,18 @@ def _encode(kind, msg_id, body, tensors, method, streamed, gather=False):
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         raw = arr.data.cast("B") if arr.size else memoryview(b"")
-        if streamed is not None and raw.nbytes > protocol.STREAM_MIN_BYTES:
+        nbytes = raw.nbytes
+        if streamed is not None and nbytes > protocol.STREAM_MIN_BYTES:
             metas.append([name, list(arr.shape), 0])
             streamed.append((i, raw))
             continue
-        if raw.nbytes < protocol.ZERO_COPY_BYTES:
+        if nbytes < zero_copy:
             # Packed with the message's other small tensors: one frame costs ~10 us to send and
             # receive whatever its size, and ZeroMQ would copy a frame this small anyway.
-            start = _aligned(pack_end)
-            end = start + raw.nbytes
-            if pack is None or end > protocol.FRAME_BYTES:
-                pack, end = [], raw.nbytes
+            start = -(-pack_end // align) * align
+            end = start + nbytes
+            if pack is None or end > frame_max:
+                pack, end = [], nbytes
                 frames.append(pack)
             elif start > pack_end:
                 pack.append(_PADS[start - pack_end])   # zeros up to the aligned start
@@ -157,13 +160,13 @@ def _encode(kind, msg_id, body, tensors, method, streamed, gather=False):
             pack_end = end
             metas.append([name, list(arr.shape), -len(frames)])
             continue
-        if raw.nbytes <= protocol.SINGLE_FRAME_BYTES:
+        if nbytes <= protocol.SINGLE_FRAME_BYTES:
             n = 1
             frames.append(raw)
         else:
-            n = -(-raw.nbytes // protocol.FRAME_BYTES)
+            n = -(-nbytes // frame_max)
             for k in range(n):
-                frames.append(raw[k * protocol.FRAME_BYTES:(k + 1) * protocol.FRAME_BYTES])
+                frames.append(raw[k * frame_max:(k + 1) * frame_max])
         metas.append([name, list(arr.shape), n])
         pack = None
     header = {"z": protocol.MAGIC, "v": protocol.VERSION, "k": kind, "id": msg_id}
@@ -184,10 +187,6 @@ def _encode(kind, msg_id, body, tensors, method, streamed, gather=False):
     return [head] + [finish(f) if type(f) is list else f for f in frames]
 
 
-def _aligned(offset):
-    return -(-offset // protocol.PACK_ALIGN) * protocol.PACK_ALIGN
-
-
 _PADS = [b"\0" * k for k in range(protocol.PACK_ALIGN)]   # zero padding before a packed tensor
 
 
@@ -206,7 +205,7 @@ def _gathered(pieces):
 class Pieces(list):
     """One frame given as the byte buffers it is made of (packed tensors and the padding
     between them): sent as they are where the transport gathers (``direct.Conn.write``), joined
-    where it needs one buffer (``frame_bytes``)."""
+    where it needs one buffer (``joined``)."""
 
     __slots__ = ()
 
@@ -215,7 +214,7 @@ class Pieces(list):
         return sum(len(p) for p in self)
 
 
-def frame_bytes(f):
+def joined(f):
     """A frame to send as one buffer: ``f`` itself, or its :class:`Pieces` joined."""
     return b"".join(f) if type(f) is Pieces else f
 

@@ -70,7 +70,7 @@ def send_frames(sock, frames):
     large ones."""
     last = len(frames) - 1
     for i, f in enumerate(frames):
-        _base_send(sock, codec.frame_bytes(f), _SNDMORE if i < last else 0, False, False)
+        _base_send(sock, codec.joined(f), _SNDMORE if i < last else 0, False, False)
 
 
 def peer_send(peer, frames):
