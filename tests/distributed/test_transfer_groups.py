@@ -38,8 +38,8 @@ def _pull_push_graph(shapes, dtype=tf.float32):
     variables, updates = [], []
     for i, shape in enumerate(shapes):
         with tf.device("/job:ps/task:0"):
-            v = tf.Variable(np.arange(int(np.prod(shape)), dtype=dtype.as_numpy_dtype)
-                            .reshape(shape) + i, name="v%d" % i)
+            start = (np.arange(int(np.prod(shape))) + i).astype(dtype.as_numpy_dtype)
+            v = tf.Variable(start.reshape(shape), name="v%d" % i)
         with tf.device("/job:worker/task:0"):
             pulled = tf.identity(v) * 2
         with tf.device("/job:ps/task:0"):
