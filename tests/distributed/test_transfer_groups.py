@@ -190,6 +190,15 @@ def test_training_on_two_ps_tasks_with_grouped_transfers_matches_numpy(route):
             hidden = tf.tanh(tf.matmul(x, w1) + b1)
             loss = tf.reduce_mean(tf.square(tf.matmul(hidden, w2) + b2 - y))
             train = tf.train.AdagradOptimizer(0.1).minimize(loss)
+        parts = partition([], [], [train], WORKER, [WORKER, PS, PS1])
+        for ps in (PS, PS1):   # each ps: its two variables' values out, their gradients in
+            assert [len(op.inputs) for op in _ops(parts, ps, "_SendN")
+                    if op.get_attr("dst") == str(WORKER)] == [2]
+            assert [len(op.outputs) for op in _ops(parts, ps, "_RecvN")
+                    if op.get_attr("src") == str(WORKER)] == [2]
+        # ps 1's two applies tell the update NoOp on ps 0 they ran: one group of two tokens.
+        (tokens,) = [op for op in _ops(parts, PS, "_RecvN") if op.get_attr("src") == str(PS1)]
+        assert [t.dtype for t in tokens.outputs] == [tf.int8, tf.int8]
         with InProcessCluster({"ps": 2, "worker": 1}) as cluster:
             with tf.Session(cluster.target("worker", 0)) as sess:
                 sess.run(tf.global_variables_initializer())
