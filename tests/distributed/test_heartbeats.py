@@ -1,6 +1,7 @@
 """Heartbeats between the tasks of a cluster: each server sees its peers up or down (and restarted)
 while idle, reports them in its Status, and makes the next step register with a failed peer again."""
 
+import logging
 import threading
 import time
 
@@ -173,3 +174,62 @@ def test_heartbeats_off_with_zero_send_nothing():
         after = _status(ps)
         # Only the Status requests themselves reached the ps: no heartbeats from the worker.
         assert after["messages_in"] - before["messages_in"] == 1
+
+
+@pytest.mark.parametrize("stopping", ["worker", "ps"])
+def test_a_task_that_stops_cleanly_is_seen_left_at_once_not_down(monkeypatch, caplog, stopping):
+    # Heartbeats between servers of this process go over the wire here, as between processes.
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", "5")
+    monkeypatch.setattr(server_mod, "local_server", lambda address: None)
+    caplog.set_level(logging.INFO, logger="zps.server")
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        gone, stays = cluster[(stopping, 0)], cluster[("ps" if stopping == "worker" else "worker", 0)]
+        gone_address = cluster.spec[stopping][0]
+        _wait_for(lambda: stays.heartbeats.snapshot()[gone_address]["up"], 10, "the peer seen up")
+        epochs = dict(stays.task_epochs)
+        t0 = time.monotonic()
+        gone.stop()
+        assert time.monotonic() - t0 < server_mod.LEAVE_TIMEOUT_S + 1
+        # Seen at once (a heartbeat would take up to three 5 s intervals), and as no failure.
+        assert stays.heartbeats.snapshot()[gone_address]["up"] is False
+        assert dict(stays.task_epochs) == epochs
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("task /job:%s/replica:0/task:0 at %s left (it stopped)" % (stopping, gone_address)
+                   in m for m in messages), messages
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], messages
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_a_program_that_ends_without_stopping_its_server_is_seen_left(monkeypatch, caplog):
+    # A worker's program ends when its training is done; it never calls server.stop(). Its ps
+    # hears it leave at exit (not a failure, and at once: the next heartbeat is 5 s away).
+    import json
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", "5")
+    caplog.set_level(logging.INFO, logger="zps.server")
+    ps_port, worker_port = free_ports(2, "127.0.0.1")
+    spec = {"ps": ["127.0.0.1:%d" % ps_port], "worker": ["127.0.0.1:%d" % worker_port]}
+    ps = tf.train.Server(spec, job_name="ps", task_index=0)
+    try:
+        program = ("import json, sys, time, zps as tf; "
+                   "tf.train.Server(json.loads(sys.argv[1]), job_name='worker', task_index=0); "
+                   "time.sleep(1.0)")
+        worker = subprocess.Popen([sys.executable, "-c", program, json.dumps(spec)])
+        try:
+            _wait_for(lambda: ps.heartbeats.snapshot()[spec["worker"][0]]["up"], 20,
+                      "the worker seen up")
+            assert worker.wait(30) == 0
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(10)
+        _wait_for(lambda: not ps.heartbeats.snapshot()[spec["worker"][0]]["up"], 2,
+                  "the worker seen gone")
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("left (it stopped)" in m for m in messages), messages
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], messages
+    finally:
+        ps.stop()

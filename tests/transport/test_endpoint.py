@@ -462,3 +462,26 @@ def test_close_from_a_handler(transports, client):
     assert closed.wait(WAIT)
     t._thread.join(timeout=WAIT)
     assert not t._thread.is_alive()
+
+
+def test_free_ports_come_from_below_the_ephemeral_range_and_are_bindable(tmp_path):
+    # Ports of the ephemeral range may be handed to outgoing connections or port-0 binds (a
+    # direct listener) between the pick and the bind: a port-in-use flake.
+    from zps.transport import ports
+
+    start = ports._ephemeral_start()
+    picked = ports.free_ports(8)
+    assert len(set(picked)) == 8
+    if start is not None:
+        assert all(ports.LOWEST_PORT <= p < start for p in picked)
+    for p in picked:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))
+    with socket.socket() as taken:   # a port in use is never picked
+        taken.bind(("127.0.0.1", picked[0]))
+        taken.listen(1)
+        assert all(picked[0] not in ports.free_ports(8) for _ in range(20))
+    bad = tmp_path / "range"
+    bad.write_text("garbage")
+    assert ports._ephemeral_start(str(bad)) is None
+    assert ports._ephemeral_start(str(tmp_path / "missing")) is None

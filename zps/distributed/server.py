@@ -10,6 +10,7 @@ b'Hello, distributed TensorFlow!'
 >>> server.stop()
 """
 
+import atexit
 import collections
 import concurrent.futures
 import functools
@@ -42,6 +43,7 @@ _PROTOCOLS = (None, "grpc", "zps")
 MAX_REGISTERED_PLANS = int(os.environ.get("ZPS_MAX_REGISTERED_PLANS", 4096))
 MAX_CLIENT_SESSIONS = 1024
 DEFAULT_HEARTBEAT_S = 2.0      # seconds between heartbeats to the other tasks (ZPS_HEARTBEAT_SECS)
+LEAVE_TIMEOUT_S = 0.5          # how long a stopping server waits for its peers to hear it leave
 _local_servers = {}            # advertised address -> running Server in this process
 _local_lock = threading.Lock()
 
@@ -55,6 +57,21 @@ def _after_fork_in_child():
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _leave_at_exit():
+    # A program that ends without stopping its server (a worker whose training is done) still
+    # tells its peers it left: they log that, not a failure (PeerHeartbeats.leave).
+    with _local_lock:
+        servers = list(_local_servers.values())
+    for server in servers:
+        heartbeats = server.heartbeats
+        if heartbeats is not None:
+            heartbeats.stop()
+            heartbeats.leave()
+
+
+atexit.register(_leave_at_exit)
 
 
 def local_server(address):
@@ -106,6 +123,34 @@ class PeerHeartbeats:
 
     def stop(self):
         self._stop.set()
+
+    def leave(self):
+        """Tell the peers seen up that this task is stopping (``Leaving``), so that they log it
+        as left instead of down: a worker ending its training is no failure. Waits for their
+        answers, LEAVE_TIMEOUT_S at most in all; a peer that does not answer sees the task down
+        at its next heartbeat, as it would have."""
+        with self._lock:
+            up = [address for address, entry in self._peers.items()
+                  if entry[1] and local_server(address) is None]
+        futures = []
+        for address in up:
+            try:
+                futures.append(self._server.transport.request(
+                    address, "Leaving", {"from": str(self._server.task)}, timeout=LEAVE_TIMEOUT_S))
+            except Exception:  # noqa: BLE001 - the transport is closing: nobody to tell
+                break
+        concurrent.futures.wait(futures, timeout=LEAVE_TIMEOUT_S)
+
+    def left(self, task):
+        """Peer ``task`` (its device prefix) said it is stopping: down from now on, without the
+        warning of a failure (nor a task epoch bump: a restart shows a new incarnation)."""
+        with self._lock:
+            gone = [(address, entry) for address, entry in self._peers.items()
+                    if str(entry[0]) == task and entry[1]]
+            for _, entry in gone:
+                entry[1] = False
+        for address, _ in gone:
+            log.info("%s: task %s at %s left (it stopped)", self._server.task, task, address)
 
     def snapshot(self):
         """``{address: {"task", "up", "last_seen_s_ago", "incarnation"}}`` (plain data)."""
@@ -346,6 +391,7 @@ class Server:
                 del _local_servers[self._address]
         if self.heartbeats is not None:
             self.heartbeats.stop()
+            self.heartbeats.leave()
             self.heartbeats = None
         self.transport.unbind(self._bound)
         self._bound = None
@@ -388,6 +434,13 @@ class Server:
         if msg.method == "Heartbeat":   # answered right here: a peer's liveness probe
             if responder is not None:
                 responder.reply({"incarnation": self.incarnation, "task": str(self._task)})
+            return
+        if msg.method == "Leaving":   # a peer stopping cleanly (PeerHeartbeats.leave)
+            heartbeats, task = self.heartbeats, body.get("from")
+            if heartbeats is not None and isinstance(task, str):
+                heartbeats.left(task)
+            if responder is not None:
+                responder.reply(None)
             return
         if msg.method == "AbortStep":
             step = body.get("step")

@@ -1,7 +1,20 @@
 """Local port helpers: pick free ports, wait until a port accepts connections."""
 
+import random
 import socket
 import time
+
+LOWEST_PORT = 10000   # free_ports picks from here up to the start of the ephemeral range
+
+
+def _ephemeral_start(path="/proc/sys/net/ipv4/ip_local_port_range"):
+    """The first port the OS hands out for port 0 and outgoing connections (Linux's default
+    32768), or None where unknown."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _plain(host):
@@ -12,19 +25,32 @@ def _plain(host):
 
 
 def free_ports(n, host="127.0.0.1"):
-    """``n`` distinct ports the OS considers free right now (``host``: an address, IPv6 ones
-    with or without brackets)."""
+    """``n`` distinct ports free right now (``host``: an address, IPv6 ones with or without
+    brackets), taken below the OS's ephemeral range where it is known: a port from that range
+    could be handed to an outgoing connection, or to a socket bound to port 0 (a server's direct
+    listener), before whoever asked binds it."""
     family, host = _plain(host)
+    top = _ephemeral_start()
     socks, ports = [], []
     try:
-        for _ in range(n):
+        candidates = random.sample(range(LOWEST_PORT, top), min(top - LOWEST_PORT, 64 * n)) \
+            if top is not None and top - LOWEST_PORT >= 16 * n else []
+        for port in candidates + [0] * n:   # then the OS's choice, if too few were free
+            if len(ports) == n:
+                break
             s = socket.socket(family)
-            s.bind((host, 0))
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
             ports.append(s.getsockname()[1])
     finally:
         for s in socks:
             s.close()
+    if len(ports) < n:
+        raise OSError("could not find %d free ports on %s" % (n, host))
     return ports
 
 
