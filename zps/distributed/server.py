@@ -61,14 +61,13 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def _leave_at_exit():
     # A program that ends without stopping its server (a worker whose training is done) still
-    # tells its peers it left: they log that, not a failure (PeerHeartbeats.leave).
+    # tells its peers it left: they log that, not a failure (PeerHeartbeats.stop).
     with _local_lock:
         servers = list(_local_servers.values())
     for server in servers:
         heartbeats = server.heartbeats
         if heartbeats is not None:
             heartbeats.stop()
-            heartbeats.leave()
 
 
 atexit.register(_leave_at_exit)
@@ -122,13 +121,13 @@ class PeerHeartbeats:
         self._thread.start()
 
     def stop(self):
+        """Stop beating, and tell the peers seen up that this task is stopping (``Leaving``),
+        so that they log it as left instead of down: a worker ending its training is no
+        failure. Waits for their answers, LEAVE_TIMEOUT_S at most in all; a peer that does not
+        answer sees the task down at its next heartbeat, as it would have. Once only."""
+        if self._stop.is_set():
+            return
         self._stop.set()
-
-    def leave(self):
-        """Tell the peers seen up that this task is stopping (``Leaving``), so that they log it
-        as left instead of down: a worker ending its training is no failure. Waits for their
-        answers, LEAVE_TIMEOUT_S at most in all; a peer that does not answer sees the task down
-        at its next heartbeat, as it would have."""
         with self._lock:
             up = [address for address, entry in self._peers.items()
                   if entry[1] and local_server(address) is None]
@@ -391,7 +390,6 @@ class Server:
                 del _local_servers[self._address]
         if self.heartbeats is not None:
             self.heartbeats.stop()
-            self.heartbeats.leave()
             self.heartbeats = None
         self.transport.unbind(self._bound)
         self._bound = None
@@ -435,7 +433,7 @@ class Server:
             if responder is not None:
                 responder.reply({"incarnation": self.incarnation, "task": str(self._task)})
             return
-        if msg.method == "Leaving":   # a peer stopping cleanly (PeerHeartbeats.leave)
+        if msg.method == "Leaving":   # a peer stopping cleanly (PeerHeartbeats.stop)
             heartbeats, task = self.heartbeats, body.get("from")
             if heartbeats is not None and isinstance(task, str):
                 heartbeats.left(task)
