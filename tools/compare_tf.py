@@ -51,7 +51,6 @@ import compileall
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -273,19 +272,6 @@ CLUSTERS = {"mlp-async": (2, 2), "mlp-sync": (2, 2), "tiny": (1, 1), "transfer":
             "embedding": (2, 1), "startup": (2, 2)}
 
 
-def _free_ports(n):
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def run_cluster(impl, workload, quick):
     import tempfile
     with tempfile.TemporaryDirectory(prefix="compare_tf_") as barrier:
@@ -293,8 +279,10 @@ def run_cluster(impl, workload, quick):
 
 
 def _run_cluster(impl, workload, quick, barrier):
+    # Ports below the ephemeral range: no outgoing connection takes one before its task binds it.
+    from zps.transport.ports import free_ports
     num_ps, num_workers = CLUSTERS[workload]
-    ports = _free_ports(num_ps + num_workers)
+    ports = free_ports(num_ps + num_workers)
     spec = {"ps": ["127.0.0.1:%d" % p for p in ports[:num_ps]],
             "worker": ["127.0.0.1:%d" % p for p in ports[num_ps:]]}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get(

@@ -2,7 +2,6 @@
 
 import os
 import selectors
-import socket
 import subprocess
 import sys
 import time
@@ -10,6 +9,7 @@ import time
 import pytest
 
 from zps.transport.endpoint import Transport
+from zps.transport.ports import free_ports
 
 WAIT = 10   # seconds any single wait may take before the test fails instead of hanging
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -101,9 +101,7 @@ def processes():
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]   # below the ephemeral range: no outgoing connection takes it first
 
 
 def _wait_stopped(pid):

@@ -15,6 +15,7 @@ import pytest
 from tests.transport.conftest import WAIT, _wait_stopped, echo_handler
 from zps.transport import codec, direct, endpoint, protocol, spin
 from zps.transport.endpoint import PeerUnavailableError
+from zps.transport.ports import free_ports
 
 
 def wait_for(condition, what, timeout=WAIT):
@@ -623,11 +624,23 @@ def test_a_connection_made_as_the_transport_closes_is_closed(transports, server)
     b.close()
 
 
+def _two_free_ports_in_a_row():
+    """Ports N and N + 1, both free, below the ephemeral range (where no outgoing connection or
+    port-0 listener takes one before the test binds it: CI once saw N taken from that range)."""
+    for _ in range(100):
+        base, = free_ports(1)
+        with socket.socket() as a, socket.socket() as b:
+            try:
+                a.bind(("127.0.0.1", base))
+                b.bind(("127.0.0.1", base + 1))
+            except OSError:
+                continue
+        return base
+    pytest.skip("no two free ports in a row on 127.0.0.1")
+
+
 def test_listeners_take_ports_from_zps_direct_ports(monkeypatch, transports, caplog):
-    first = socket.socket()
-    first.bind(("127.0.0.1", 0))
-    base = first.getsockname()[1]
-    first.close()
+    base = _two_free_ports_in_a_row()
     ports = direct._port_range("%d-%d" % (base, base + 1))
     monkeypatch.setattr(direct, "PORTS", ports)
     server_t = transports()
