@@ -48,6 +48,7 @@ where that is not allowed the tool says so and runs them normally. zps binds 127
 
 import argparse
 import compileall
+import importlib.util
 import json
 import os
 import shutil
@@ -272,6 +273,17 @@ CLUSTERS = {"mlp-async": (2, 2), "mlp-sync": (2, 2), "tiny": (1, 1), "transfer":
             "embedding": (2, 1), "startup": (2, 2)}
 
 
+def _free_ports(n):
+    """zps's port picker (below the ephemeral range, where no outgoing connection takes a port
+    before its task binds it), loaded from its file: TensorFlow's interpreter runs this too, and
+    need not have zps's dependencies."""
+    spec = importlib.util.spec_from_file_location(
+        "_zps_ports", os.path.join(ROOT, "zps", "transport", "ports.py"))
+    ports = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ports)
+    return ports.free_ports(n)
+
+
 def run_cluster(impl, workload, quick):
     import tempfile
     with tempfile.TemporaryDirectory(prefix="compare_tf_") as barrier:
@@ -279,10 +291,8 @@ def run_cluster(impl, workload, quick):
 
 
 def _run_cluster(impl, workload, quick, barrier):
-    # Ports below the ephemeral range: no outgoing connection takes one before its task binds it.
-    from zps.transport.ports import free_ports
     num_ps, num_workers = CLUSTERS[workload]
-    ports = free_ports(num_ps + num_workers)
+    ports = _free_ports(num_ps + num_workers)
     spec = {"ps": ["127.0.0.1:%d" % p for p in ports[:num_ps]],
             "worker": ["127.0.0.1:%d" % p for p in ports[num_ps:]]}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get(
