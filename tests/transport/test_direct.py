@@ -205,10 +205,10 @@ def test_a_busy_peer_answering_pings_on_the_direct_connection_is_waited_for(
 # -- what the server accepts on its listener -------------------------------------------------------
 def raw_connection(bound, preamble=None):
     sock = socket.create_connection(("127.0.0.1", bound.direct_port), timeout=WAIT)
-    sock.sendall(direct.MAGIC + bytes([direct.VERSION]) + bound.direct_token
+    sock.sendall(direct.MAGIC + bytes([1]) + bound.direct_token   # version 1: no rings
                  if preamble is None else preamble)
     if preamble is None:
-        assert sock.recv(len(direct.ACK)) == direct.ACK
+        assert sock.recv(len(direct.ACK)) == direct.MAGIC + bytes([1])
     return sock
 
 
@@ -253,6 +253,7 @@ def read_message(sock):
     (direct.MAGIC + bytes([direct.VERSION + 1]) + b"\0" * direct.TOKEN_BYTES,
      "not a zps direct connection"),
     (direct.MAGIC + bytes([direct.VERSION]) + b"\0" * direct.TOKEN_BYTES, "another server"),
+    (direct.MAGIC + bytes([1]) + b"\0" * direct.TOKEN_BYTES, "another server"),
 ])
 def test_a_connection_with_a_bad_preamble_is_closed(transports, server, preamble, why, caplog):
     sock = raw_connection(server, preamble)

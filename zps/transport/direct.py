@@ -22,11 +22,16 @@ their answers come back on it; the ZeroMQ socket stays as it was (requests sent 
 answered on it). When the listener is not reachable (a firewall passing only the cluster's
 ports), the client stays on ZeroMQ.
 
+Between processes of one machine each side also offers a shared-memory ring in its preamble /
+answer (version 2; ``zps.transport.shm``): a frame of at least 64 KB that fits the ring is copied
+into it and only its position travels on the socket.
+
 Framing: a message ``[frame, ...]`` is ``u32 n``, ``n`` × ``u64 length`` (little-endian), then the
-frames' bytes. The receiver refuses (and closes the connection on) a message of more than
-``max_frames`` frames, a frame longer than ``max_frame_bytes`` or a message longer than
-``max_message_bytes`` before it allocates anything for it, as ZeroMQ's MAXMSGSIZE does; what the
-frames hold is checked by the codec as for ZeroMQ messages.
+frames' bytes (8 bytes, the ring position, for a frame whose length has ``shm.IN_RING`` set).
+The receiver refuses (and closes the connection on) a message of more than ``max_frames``
+frames, a frame longer than ``max_frame_bytes`` or a message longer than ``max_message_bytes``
+before it allocates anything for it, as ZeroMQ's MAXMSGSIZE does; what the frames hold is
+checked by the codec as for ZeroMQ messages.
 """
 
 import collections
@@ -37,13 +42,16 @@ import socket
 import struct
 import time
 
-from zps.transport import codec, protocol
+from zps.transport import codec, protocol, shm
 
-VERSION = 1
+# Version 2 adds the shared-memory rings (zps.transport.shm): its preamble and answer end with
+# the ring each side offers; a server still takes version 1's (no rings) and answers it in kind.
+VERSION = 2
 MAGIC = b"ZPSD"
 TOKEN_BYTES = 16
-PREAMBLE_BYTES = len(MAGIC) + 1 + TOKEN_BYTES
-ACK = MAGIC + bytes([VERSION])
+PREAMBLES = {1: len(MAGIC) + 1 + TOKEN_BYTES, 2: len(MAGIC) + 1 + TOKEN_BYTES + shm.OFFER.size}
+PREAMBLE_BYTES = min(PREAMBLES.values())   # enough to know the version
+ACK = MAGIC + bytes([VERSION])              # then the server's ring offer
 METHOD = "zps.Direct"     # the request (over ZeroMQ) that asks a server for its direct port
 ENABLED = os.environ.get("ZPS_DIRECT", "1") != "0"
 CONNECT_TIMEOUT_S = 2.0   # connecting and the preamble's answer
@@ -100,21 +108,27 @@ def connect(address, port, token, timeout=CONNECT_TIMEOUT_S):
     """A direct connection (blocking) to the server at ``address`` (``host:port`` of its ROUTER)
     whose listener is at ``port`` and answered ``token``; OSError if it cannot be made."""
     sock = socket.create_connection((_host(address), port), timeout=timeout)
+    ring = shm.Ring.make()
     try:
-        sock.sendall(MAGIC + bytes([VERSION]) + token)
+        sock.sendall(MAGIC + bytes([VERSION]) + token + (ring.offer() if ring else shm.NO_OFFER))
         ack = b""
-        while len(ack) < len(ACK):
-            more = sock.recv(len(ACK) - len(ack))
+        while len(ack) < len(ACK) + shm.OFFER.size:
+            more = sock.recv(len(ACK) + shm.OFFER.size - len(ack))
             if not more:
                 raise ConnectionRefusedError("the direct listener closed the connection (a "
                                              "different server, or a version mismatch)")
             ack += more
-        if ack != ACK:
-            raise ConnectionRefusedError("the direct listener answered %r, not %r" % (ack, ACK))
+        if ack[:len(ACK)] != ACK:
+            raise ConnectionRefusedError("the direct listener answered %r, not %r"
+                                         % (ack[:len(ACK)], ACK))
+        conn = Conn(sock, peer="%s:%d" % (_host(address), port))
     except BaseException:
         sock.close()
+        if ring is not None:
+            ring.close()
         raise
-    return Conn(sock, peer="%s:%d" % (_host(address), port))
+    conn.rings(ring, shm.Reader.open(ack[len(ACK):]))
+    return conn
 
 
 def listen(host, ports=None):
@@ -190,6 +204,13 @@ class Conn:
         self._out = collections.deque()   # memoryviews not yet sent
         self._queued = 0                    # their bytes
         self.messages_in = 0
+        self.ring_out = None   # the shm.Ring this side writes, once the peer marked it ready
+        self.ring_in = None    # the peer's (shm.Reader), where it offered one that opened
+        self._in_ring = None   # which frames of the message being read are in ring_in
+
+    def rings(self, ring_out, ring_in):
+        """Use these shared-memory rings (zps.transport.shm; either may be None)."""
+        self.ring_out, self.ring_in = ring_out, ring_in
 
     def fileno(self):
         return self._fd
@@ -206,6 +227,9 @@ class Conn:
                 self.sock.close()
             except OSError:
                 pass
+            for ring in (self.ring_out, self.ring_in):
+                if ring is not None:
+                    ring.close()
 
     # -- reading ---------------------------------------------------------------------------------
     def read(self, deliver):
@@ -256,13 +280,22 @@ class Conn:
                 if end - pos < PREAMBLE_BYTES:
                     break
                 pre = bytes(buf[pos:pos + PREAMBLE_BYTES])
-                if pre[:len(MAGIC)] != MAGIC or pre[len(MAGIC)] != VERSION:
+                version = pre[len(MAGIC)]
+                if pre[:len(MAGIC)] != MAGIC or version not in PREAMBLES:
                     raise FramingError("not a zps direct connection (preamble %r)" % pre[:5])
                 if pre[len(MAGIC) + 1:] != self._token:
                     raise FramingError("the preamble names another server (a stale port)")
-                pos += PREAMBLE_BYTES
+                if end - pos < PREAMBLES[version]:
+                    break
+                offer = bytes(buf[pos + PREAMBLE_BYTES:pos + PREAMBLES[version]])
+                pos += PREAMBLES[version]
                 self._token = None
-                self._send_now([ACK])
+                if version == 1:
+                    self._send_now([MAGIC + bytes([1])])
+                    continue
+                ring = shm.Ring.make()
+                self.rings(ring, shm.Reader.open(offer))
+                self._send_now([ACK + (ring.offer() if ring else shm.NO_OFFER)])
                 continue
             lens = self._lens
             if lens is None:
@@ -275,6 +308,10 @@ class Conn:
                 if end - pos < 4 + 8 * n:
                     break
                 lens = struct.unpack_from("<%dQ" % n, buf, pos + 4)
+                self._in_ring = None
+                if self.ring_in is not None and max(lens) >= shm.IN_RING:
+                    self._in_ring = [n >= shm.IN_RING for n in lens]
+                    lens = tuple(n & ~shm.IN_RING for n in lens)
                 if max(lens) > self.max_frame_bytes or sum(lens) > self.max_message_bytes:
                     raise FramingError("a message of %d bytes with a frame of %d (limits: %d a "
                                        "frame, %d a message)" % (sum(lens), max(lens),
@@ -290,7 +327,17 @@ class Conn:
                     self._views = (self.place is not None and max(lens[1:]) >= BIG_FRAME
                                    and self.place(frames[0], lens[1:])) or False
                 views = self._views
-                if end - pos >= size:
+                if self._in_ring is not None and self._in_ring[k]:
+                    if end - pos < shm.POSITION.size:
+                        break
+                    start, = shm.POSITION.unpack_from(buf, pos)
+                    try:
+                        frames.append(self.ring_in.take(start, size, views[k - 1] if views
+                                                        else None))
+                    except shm.RingError as e:
+                        raise FramingError(str(e)) from None
+                    pos += shm.POSITION.size
+                elif end - pos >= size:
                     if views:
                         views[k - 1][:] = buf[pos:pos + size]
                         frames.append(views[k - 1])
@@ -313,6 +360,7 @@ class Conn:
             self._frames = []
             self._lens = None
             self._views = None
+            self._in_ring = None
             del buf[:pos]   # consumed before it is handled (which may close the connection)
             pos, end = 0, len(buf)
             self._deliver(frames)
@@ -333,24 +381,35 @@ class Conn:
             raise ConnectionLostError("the connection is closed")
         views = []
         lens = []
+        ring = self.ring_out
+        nbytes = 0   # the frames'
+        stream = 0   # the frames' bytes on the socket
         for f in frames:
-            if type(f) is codec.Pieces:   # one frame, gathered from its pieces by sendmsg
-                n = 0
-                for p in f:
-                    if len(p):
-                        views.append(p)
-                        n += len(p)
-                lens.append(n)
-                continue
-            v = f if type(f) is bytes else memoryview(f).cast("B")
-            n = len(v)
+            pieces = type(f) is codec.Pieces   # one frame, gathered from its pieces by sendmsg
+            if pieces:
+                n = sum(map(len, f))
+            else:
+                f = f if type(f) is bytes else memoryview(f).cast("B")
+                n = len(f)
+            nbytes += n
+            if ring is not None and n >= shm.MIN_FRAME_BYTES:
+                start = ring.put(f, n)
+                if start is not None:
+                    lens.append(n | shm.IN_RING)
+                    views.append(shm.POSITION.pack(start))
+                    stream += shm.POSITION.size
+                    continue
             lens.append(n)
-            if n:   # (an empty buffer left queued would never be sent: flush stops at 0 bytes)
-                views.append(v)
+            stream += n
+            if not n:   # (an empty buffer left queued would never be sent: flush stops at 0)
+                continue
+            if pieces:
+                views.extend(p for p in f if len(p))
+            else:
+                views.append(f)
         head = struct.pack("<I%dQ" % len(lens), len(lens), *lens)
         views.insert(0, head)
-        nbytes = sum(lens)
-        self._send_now(views, len(head) + nbytes)
+        self._send_now(views, len(head) + stream)
         return nbytes
 
     def _send_now(self, views, nbytes=None):
