@@ -1,6 +1,7 @@
 """Shared-memory rings beside direct connections (zps.transport.shm): the ring alone, then on
 connections between transports of this process and of another."""
 
+import os
 import socket
 import struct
 
@@ -11,8 +12,8 @@ from tests.transport.conftest import WAIT
 from tests.transport.test_direct import closed_by_peer, direct_peer, read_message, request_frames
 from zps.transport import codec, direct, protocol, shm
 
-pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "memfd_create"),
-                                reason="no memfd_create on this platform")
+pytestmark = pytest.mark.skipif(shm.SEALS is None, reason="no rings on this platform (not "
+                                "Linux, or not x86: see zps.transport.shm)")
 
 K64 = shm.MIN_FRAME_BYTES
 
@@ -95,11 +96,22 @@ def test_offers_that_cannot_be_opened_give_no_reader(tmp_path):
     assert shm.Reader.open(shm.OFFER.pack(pid, fd, size, b"x" * 16)) is None   # another token
     assert shm.Reader.open(shm.OFFER.pack(pid, fd, size + 4096, token)) is None  # another size
     assert shm.Reader.open(shm.OFFER.pack(pid, 10 ** 6, size, token)) is None   # no such fd
-    with open(tmp_path / "f", "wb") as f:   # an fd that is some other file
-        f.write(b"\0" * size)
-        f.flush()
-        assert shm.Reader.open(shm.OFFER.pack(pid, f.fileno(), size, token)) is None
+    # A file whose first bytes an attacker knows (zeros) is never opened, let alone written.
+    path = tmp_path / "f"
+    path.write_bytes(b"\0" * size)
+    with open(path, "r+b") as f:
+        assert shm.Reader.open(shm.OFFER.pack(pid, f.fileno(), size, bytes(16))) is None
+    assert path.read_bytes() == b"\0" * size
+    # Nor a memfd of the right name whose size is not sealed (it could shrink under a reader).
+    loose = os.memfd_create(shm.NAME, os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(loose, size)
+        assert shm.Reader.open(shm.OFFER.pack(pid, loose, size, bytes(16))) is None
+    finally:
+        os.close(loose)
     assert not ring.ready
+    with pytest.raises(OSError):   # and a ring's own size cannot change
+        os.ftruncate(ring.fd, shm.HEADER_BYTES)
 
 
 # -- on direct connections ----------------------------------------------------------------------

@@ -10,27 +10,32 @@ straight into place).
 
 How: each side of a direct connection may offer the ring it will write: a ``memfd`` of
 ``RING_BYTES`` (named in the connection's preamble / answer by pid, fd, size and a random token;
-never a file in /dev/shm, so nothing outlives the processes). The reader opens it through
-``/proc/<pid>/fd/<fd>``: a peer on another machine, in another pid namespace or of another user
-cannot, and one that opens some other file sees another token; only then does it mark the ring
-*ready* in the ring itself. A writer uses its ring only once it is ready, and only for frames of
-at least ``MIN_FRAME_BYTES`` that fit its free space; anything else goes on the socket as before,
-in the same stream order. A frame in the ring is sent as its length with ``IN_RING`` set and
-8 bytes on the stream: its position (a byte count that only grows; modulo the ring's capacity,
-where it starts). The reader copies it out and publishes the position after it (``consumed``),
-which the writer reads to know what it may overwrite; a frame never wraps, and once all is read
-the next one starts at the ring's start again. Positions are checked (never behind what was
-read, never across the ring's end): a bad one is a FramingError like any malformed frame.
+never a file in /dev/shm, so nothing outlives the processes), its size sealed. The reader opens
+it through ``/proc/<pid>/fd/<fd>``: a peer on another machine, in another pid namespace or of
+another user cannot, and the reader opens nothing but a sealed ring memfd holding the offer's
+token; only then does it mark the ring *ready* in the ring itself. A writer uses its ring only
+once it is ready, and only for frames of at least ``MIN_FRAME_BYTES`` that fit its free space;
+anything else goes on the socket as before, in the same stream order. A frame in the ring is
+sent as its length with ``IN_RING`` set and 8 bytes on the stream: its position (a byte count
+that only grows; modulo the ring's capacity, where it starts). The reader copies it out and
+publishes the position after it (``consumed``), which the writer reads to know what it may
+overwrite; a frame never wraps, and once all is read the next one starts at the ring's start
+again. Positions are checked (never behind what was read, never across the ring's end): a bad
+one is a FramingError like any malformed frame.
 
-The orderings this relies on are x86's (and every store after the copy in the reader's
-program order): the writer's data is written before the socket write that names it (a system
-call), the reader's copy finishes before it stores ``consumed``.
+Memory order: the writer's copy comes before the socket write that names the frame (a system
+call); the reader's store of ``consumed`` comes after its copy's loads, an order x86 keeps for
+the writer to see and weakly ordered CPUs (ARM) need not, where a writer could overwrite a frame
+still being copied out. Python has no fence to put there, so rings are made on x86 only.
 
 ``ZPS_SHM_MB`` sets the ring size (default 16; 0: no rings).
 """
 
+import fcntl
 import mmap
 import os
+import platform
+import stat
 import struct
 
 from zps.transport import codec
@@ -41,6 +46,13 @@ IN_RING = 1 << 63            # set in a frame's length: its bytes are in the rin
 HEADER_BYTES = 4096          # token, then u64 consumed, u64 ready; the data start a page in
 TOKEN_BYTES = 16
 _CONSUMED, _READY = 0, 1     # the u64 words after the token
+NAME = "zps-direct"
+LINK = "/memfd:%s " % NAME   # what /proc/<pid>/fd/<fd> of such a ring links to
+# A ring's size is sealed: no peer can shrink it under a reader's mapping (SIGBUS on a copy).
+# None where there are no rings: not Linux, or not x86 (see the module doc's memory order).
+SEALS = (fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+         if hasattr(fcntl, "F_SEAL_SEAL") and hasattr(os, "memfd_create")
+         and platform.machine().lower() in ("x86_64", "amd64", "i386", "i686") else None)
 OFFER = struct.Struct("<IIQ16s")   # pid, fd, size, token: pid 0 offers no ring
 NO_OFFER = OFFER.pack(0, 0, 0, bytes(TOKEN_BYTES))
 POSITION = struct.Struct("<Q")
@@ -62,9 +74,10 @@ class Ring:
         size = RING_BYTES if size is None else size
         if size <= HEADER_BYTES:
             raise ValueError("a ring needs more than %d bytes, got %d" % (HEADER_BYTES, size))
-        self.fd = os.memfd_create("zps-direct", os.MFD_CLOEXEC)
+        self.fd = os.memfd_create(NAME, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(self.fd, size)
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, SEALS)
             self._map = mmap.mmap(self.fd, size)
         except BaseException:
             os.close(self.fd)
@@ -83,7 +96,7 @@ class Ring:
     @classmethod
     def make(cls):
         """A ring to offer (None where rings are off or cannot be made here)."""
-        if RING_BYTES <= HEADER_BYTES or not hasattr(os, "memfd_create"):
+        if RING_BYTES <= HEADER_BYTES or SEALS is None:
             return None
         try:
             return cls()
@@ -155,16 +168,24 @@ class Reader:
     @classmethod
     def open(cls, offer):
         """The ring ``offer`` (OFFER bytes) names, opened and marked ready; None where it cannot
-        be (no offer, another machine or pid namespace, another user, another token)."""
+        be (no offer, another machine or pid namespace, another user, another token).
+
+        The offer comes from the network: only a sealed memfd named as a ring is opened (never a
+        file, a device or a pipe another process holds: the reader writes into what it maps)."""
         pid, fd, size, token = OFFER.unpack(offer)
-        if pid == 0 or size <= HEADER_BYTES or RING_BYTES <= 0:
+        if pid == 0 or size <= HEADER_BYTES or RING_BYTES <= 0 or SEALS is None:
             return None
+        path = "/proc/%d/fd/%d" % (pid, fd)
         try:
-            f = os.open("/proc/%d/fd/%d" % (pid, fd), os.O_RDWR | os.O_CLOEXEC)
+            if not os.readlink(path).startswith(LINK):
+                return None
+            f = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK)
         except OSError:
             return None
         try:
-            if os.fstat(f).st_size != size:
+            st = os.fstat(f)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size \
+                    or fcntl.fcntl(f, fcntl.F_GET_SEALS) != SEALS:
                 return None
             mapping = mmap.mmap(f, size)
         except (OSError, ValueError):
