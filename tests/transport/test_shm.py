@@ -223,3 +223,12 @@ def test_a_frame_claimed_in_a_ring_that_is_not_there_closes_the_connection(
     assert server.stats.malformed == 1
     assert any(why in r.getMessage() for r in caplog.records)
     assert transports().request(server.address, "echo", "still up").result(WAIT).body == "still up"
+
+
+def test_ring_size_from_the_environment():
+    assert shm.ring_bytes_from_env("") == 16 << 20
+    assert shm.ring_bytes_from_env(" 4 ") == 4 << 20 and shm.ring_bytes_from_env("0.5") == 1 << 19
+    assert shm.ring_bytes_from_env("0") == 0
+    for bad in ("x", "-1", "nan", "1e30"):
+        with pytest.raises(ValueError, match="ZPS_SHM_MB must be the megabytes"):
+            shm.ring_bytes_from_env(bad)

@@ -40,7 +40,21 @@ import struct
 
 from zps.transport import codec
 
-RING_BYTES = int(float(os.environ.get("ZPS_SHM_MB", "16")) * (1 << 20))
+
+def ring_bytes_from_env(text=None):
+    """Bytes of each ring from ``ZPS_SHM_MB`` (megabytes, default 16; 0: no rings)."""
+    text = (os.environ.get("ZPS_SHM_MB", "") if text is None else text).strip()
+    try:
+        mb = float(text) if text else 16.0
+    except ValueError:
+        mb = -1.0
+    if not 0 <= mb < 1 << 20:
+        raise ValueError("ZPS_SHM_MB must be the megabytes of each shared-memory ring (0: no "
+                         "rings), got %r" % text)
+    return int(mb * (1 << 20))
+
+
+RING_BYTES = ring_bytes_from_env()
 MIN_FRAME_BYTES = 64 << 10   # smaller frames stay on the socket (the ring saves nothing there)
 IN_RING = 1 << 63            # set in a frame's length: its bytes are in the ring
 HEADER_BYTES = 4096          # token, then u64 consumed, u64 ready; the data start a page in
