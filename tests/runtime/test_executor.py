@@ -344,6 +344,56 @@ def test_async_kernels_let_ready_ops_run_while_they_wait():
         assert flushes  # pending sends are flushed before the loop waits
 
 
+def _followed_plan(g, x, key, fail_at=None):
+    """x -> wait(key) -> five cheap ops the completion alone makes runnable (one reads `early`,
+    which waits for nothing) -> `late`, which also needs a second wait."""
+    early = x * 10.0
+    waited = g.create_op("ZpsTestWait", [x], {"key": key}, name="wait").outputs[0]
+    a = tf.add(waited, 1.0, name="a")
+    b = tf.multiply(a, 2.0, name="b")
+    c = tf.add(b, early, name="c")
+    d = tf.identity(tf.sqrt(c) if fail_at is None else tf.check_numerics(
+        tf.log(c - fail_at), "c went negative", name="check"), name="d")
+    e = tf.add(d, a, name="e")
+    setter = g.create_op("ZpsTestSet", [x], {"key": key}, name="set").outputs[0]
+    second = g.create_op("ZpsTestWait", [setter], {"key": key}, name="wait2").outputs[0]
+    late = tf.add(e, second, name="late")
+    return Plan([x], [late, e, b], [])
+
+
+def test_a_completion_runs_the_cheap_ops_it_alone_makes_ready_as_compiled_code():
+    EVENTS["f"] = threading.Event()
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        plan = _followed_plan(g, x, "f")
+        follow = plan._dataflow_info()[6]
+        built = [(plan._steps[k].op.name, [plan._steps[m].op.name for m in fu.steps])
+                 for k, fu in enumerate(follow) if fu is not None]
+        # `late` needs the second wait too; the chain after `wait` is compiled in graph order
+        # (the identity `d` runs no kernel: its readers read its input).
+        assert built == [("wait", ["a", "b", "c", "Sqrt", "e"])]
+        for _ in range(2):
+            late, e, b = run(plan, [np.float32(1.0)])
+            a = 2.0 + 1.0
+            assert b == 2 * a and e == pytest.approx(np.sqrt(2 * a + 10.0) + a)
+            assert late == pytest.approx(e + 2.0)
+        # Traced, the same step runs op by op in the loop, each op with its own record.
+        values, records = plan.run_traced(StepContext(ResourceManager()), [np.float32(1.0)])
+        assert values[0] == pytest.approx(late)
+        assert {"a", "b", "c", "e", "late"} <= {r[0] for r in records}
+
+
+def test_a_kernel_failing_in_a_compiled_follow_up_names_its_op():
+    EVENTS["g"] = threading.Event()
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [])
+        plan = _followed_plan(g, x, "g", fail_at=1e9)
+        assert plan._dataflow_info()[6][[s.op.name for s in plan._steps].index("wait")]
+        with pytest.raises(errors.InvalidArgumentError, match="c went negative") as info:
+            run(plan, [np.float32(1.0)])
+        assert info.value.op.name == "check"
+
+
 def test_what_a_send_takes_runs_first_and_goes_out_before_the_partition_computes_on():
     """Of the ready ops, those feeding a _Send (directly or through forwarding ops) run first;
     while the partition waits for a tensor (a pending Recv), the sends are flushed before it

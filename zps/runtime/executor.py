@@ -14,7 +14,9 @@ spends more time unpacking them than a tiny kernel takes to run (~0.8 vs ~0.45 u
 asynchronous kernels (``_Recv``, blocking dequeues) run as a dataflow loop instead (``_Run``),
 which keeps running the ops that are ready while an asynchronous one waits, those a ``_Send``
 takes first (``_urgency``); before it waits, it calls the step's ``ctx.extras["flush"]`` (if any)
-so that batched sends go out. The loop is not
+so that batched sends go out. The cheap ops that the completion of an asynchronous kernel
+alone makes runnable (a ps's 125 ``AssignAdd``s of a received group) are compiled once into
+straight-line code too and run as one entry of the loop (``_FollowUp``). The loop is not
 tied to a thread: a completion delivered on a light thread (the transport's I/O thread) runs the
 cheap ops it makes ready right there, and ``Plan.start`` runs a step without any thread waiting
 for it (a ps serving a worker's step from its I/O thread).
@@ -33,6 +35,7 @@ for it (a ps serving a worker's step from its I/O thread).
 import collections
 import concurrent.futures
 import functools
+import heapq
 import itertools
 import operator
 import queue
@@ -393,9 +396,12 @@ class Plan:
             urgent = _urgency(self._steps, dependents)
             # The steps ready when a run starts: those a _Send takes, then the others.
             first = [k for k, n in enumerate(pending) if n == 0]
+            follow = [None] * len(self._steps) if self._gpu else _follow_ups(
+                self._steps, dependents, inline, urgent, self._uses, self._reads, self._unread)
             self._dataflow = (dependents, pending, inline,
                               [_timeline_label(step.op) for step in self._steps], urgent,
-                              ([k for k in first if urgent[k]], [k for k in first if not urgent[k]]))
+                              ([k for k in first if urgent[k]], [k for k in first if not urgent[k]]),
+                              follow)
         return self._dataflow
 
     def _run_compiled(self, ctx, vals):
@@ -569,7 +575,7 @@ class _Run:
     def _drive(self, heavy_ok):
         steps, vals, ctx, ready, later, records = self.plan._steps, self.vals, self.ctx, \
             self.ready, self.later, self.records
-        dependents, _, inline, labels, urgent, _ = self.info
+        dependents, _, inline, labels, urgent, _, follow = self.info
         reads, unread, uses = self.plan._reads, self.plan._unread, self.uses
         while True:
             if not ready and later:
@@ -580,6 +586,13 @@ class _Run:
                 ready.append(later.popleft())
             if ready:
                 k = ready[0]
+                if k < 0:   # the follow-up of completed step -1 - k, compiled (_FollowUp)
+                    ready.popleft()
+                    follow[-1 - k].run(self)
+                    if not self.left:
+                        self._flush()
+                        return True
+                    continue
                 step = steps[k]
                 if not heavy_ok and inline[k] != _ALWAYS and (
                         inline[k] == _NEVER or not _small(step, vals, self.plan.inline_bytes)):
@@ -644,6 +657,17 @@ class _Run:
                         vals[s] = None
                 except Exception as e:  # noqa: BLE001 - every kernel failure becomes an OpError
                     raise op_error(e, step.op) from e
+                fu = follow[k]
+                if fu is not None and records is None:
+                    self.left -= 1
+                    pending = self.pending
+                    for d in fu.direct:   # dependents[k] but the follow-up's own
+                        pending[d] -= 1
+                        if pending[d] == 0:
+                            (ready if urgent[d] else later).append(d)
+                    # Queued as its most urgent step would be (what a _Send takes first).
+                    (ready if fu.urgent else later).append(-1 - k)
+                    continue
             self.left -= 1
             if not self.left:
                 self._flush()   # before done: the caller may wait for what these sends unblock
@@ -686,22 +710,134 @@ def _timeline_label(op):
 def _compile(steps, base, frees):
     """A function running ``steps[base:base + _CHUNK]``, one source line per op (see module doc);
     the values ``frees[k]`` are dropped on step ``k``'s line, after it."""
-    lines = ["def run_ops_%d(ctx, vals, fns):" % base]
-    for k in range(base, min(base + _CHUNK, len(steps))):
+    return _straight_line(steps, range(base, min(base + _CHUNK, len(steps))), frees,
+                          "run_ops_%d" % base), base
+
+
+def _straight_line(steps, ks, frees, name):
+    """A function ``name(ctx, vals, fns)`` running the steps ``ks`` in order, one source line per
+    op (line ``i + 2`` runs ``ks[i]``); the values ``frees[k]`` (None: none) are dropped on step
+    ``k``'s line, after it."""
+    lines = ["def %s(ctx, vals, fns):" % name]
+    for k in ks:
         step = steps[k]
         args = "".join(", vals[%d].read()" % j if i in step.deref else ", vals[%d]" % j
                        for i, j in enumerate(step.ins))
         outs = ", ".join("vals[%d]" % s for s in step.outs)
         if len(step.outs) > 1:
             outs += ","
-        drop = "".join("vals[%d] = " % s for s in frees[k])
+        drop = "".join("vals[%d] = " % s for s in frees[k]) if frees else ""
         lines.append("    %sfns[%d](ctx%s)%s" % (outs + " = " if outs else "", k, args,
                                                   "; %sNone" % drop if drop else ""))
     if len(lines) == 1:
         lines.append("    pass")
     namespace = {}
     exec(compile("\n".join(lines), "<zps plan>", "exec"), namespace)
-    return namespace["run_ops_%d" % base], base
+    return namespace[name]
+
+
+_FOLLOW_MIN = 4   # steps a follow-up needs to be compiled (fewer: the loop's cost is no matter)
+
+
+class _FollowUp:
+    """The ops the completion of an asynchronous step makes runnable by itself, run as one
+    compiled function (the dataflow loop costs ~2.5 us an op, straight-line code ~0.8: a ps
+    applying the 125 values of a received group runs 125 ``AssignAdd``s).
+
+    ``steps``: every synchronous, cheap (inline ``_ALWAYS``) step all of whose inputs
+    come from that completion, from each other or from steps that wait for no asynchronous step
+    (those all ran before the loop takes any completion: it takes one only when nothing else is
+    ready), in topological order. ``direct``: the completed step's other dependents; ``ext``:
+    ``(step, edges)`` from these steps to the others; ``reads``: ``(slot, readers)`` among these
+    steps of the values read elsewhere too, counted down after them as the loop counts each
+    reader (the others are dropped in the compiled code after their last reader, and outputs
+    nobody reads once made). A traced step (``records``) runs the loop instead."""
+
+    __slots__ = ("steps", "urgent", "sends", "fn", "direct", "ext", "reads")
+
+    def __init__(self, all_steps, k, members, dependents, urgent, uses, reads, unread):
+        mine = set(members)
+        self.steps = members
+        self.urgent = max(urgent[m] for m in members)   # its place in the loop's queues
+        self.sends = self.urgent == _SENDS
+        self.direct = tuple(d for d in dependents[k] if d not in mine)
+        ext = collections.Counter(d for m in members for d in dependents[m] if d not in mine)
+        self.ext = tuple(ext.items())
+        # A value all of whose readers are here is dropped after the last of them, in the
+        # compiled code (as the loop would); one read elsewhere too is counted down after.
+        readers = collections.Counter(s for m in members for s in reads[m])
+        left = readers.copy()
+        frees = {m: list(unread[m]) for m in members}
+        for m in members:
+            for s in reads[m]:
+                left[s] -= 1
+                if left[s] == 0 and readers[s] == uses[s]:
+                    frees[m].append(s)
+        self.reads = tuple((s, n) for s, n in readers.items() if n != uses[s])
+        self.fn = _straight_line(all_steps, members, frees, "follow_%d" % k)
+
+    def run(self, run):
+        vals = run.vals
+        try:
+            self.fn(run.ctx, vals, run.plan._fns)
+        except Exception as e:  # noqa: BLE001 - every kernel failure becomes the right OpError
+            raise op_error(e, self._failed_op(run.plan._steps, e.__traceback__)) from e
+        uses = run.uses
+        for s, n in self.reads:
+            n = uses[s] - n
+            if n:
+                uses[s] = n
+            else:
+                vals[s] = None
+        run.left -= len(self.steps)
+        if self.sends:
+            run.sent = True
+        pending, urgent = run.pending, run.info[4]
+        for d, n in self.ext:
+            left = pending[d] - n
+            pending[d] = left
+            if left == 0:
+                (run.ready if urgent[d] else run.later).append(d)
+
+    def _failed_op(self, steps, tb):
+        while tb is not None:
+            if tb.tb_frame.f_code is self.fn.__code__:
+                return steps[self.steps[tb.tb_lineno - 2]].op
+            tb = tb.tb_next
+        return None
+
+
+def _follow_ups(steps, dependents, inline, urgent, uses, reads, unread):
+    """Per step, its ``_FollowUp`` (asynchronous steps that make at least _FOLLOW_MIN steps
+    runnable by themselves), else None."""
+    preds = [[] for _ in steps]
+    for k, ds in enumerate(dependents):
+        for d in ds:
+            preds[d].append(k)
+    waits = [False] * len(steps)   # the step waits for an asynchronous one (or is one)
+    for k, step in enumerate(steps):   # (steps are in topological order)
+        waits[k] = step.is_async or any(waits[p] for p in preds[k])
+    follow = [None] * len(steps)
+    for k, step in enumerate(steps):
+        if not step.is_async:
+            continue
+        members, mine, heap = [], {k}, list(dependents[k])
+        heapq.heapify(heap)
+        seen = set(heap)
+        while heap:   # candidates in topological order: a step's predecessors come first
+            d = heapq.heappop(heap)
+            if steps[d].is_async or inline[d] != _ALWAYS \
+                    or any(waits[p] and p not in mine for p in preds[d]):
+                continue
+            members.append(d)
+            mine.add(d)
+            for e in dependents[d]:
+                if e not in seen:
+                    seen.add(e)
+                    heapq.heappush(heap, e)
+        if len(members) >= _FOLLOW_MIN:
+            follow[k] = _FollowUp(steps, k, members, dependents, urgent, uses, reads, unread)
+    return follow
 
 
 def _releases(steps, kept):
