@@ -76,11 +76,27 @@ class RingError(Exception):
     """A ring position the writer could not have sent (the connection is closed)."""
 
 
-def _words(buf):
-    return memoryview(buf)[TOKEN_BYTES:TOKEN_BYTES + 16].cast("Q")
+class _Mapped:
+    """A ring as this process maps it: its header words and its data."""
+
+    def __init__(self, mapping, size):
+        self._map = mapping
+        self.size = size
+        self.capacity = size - HEADER_BYTES
+        self._words = memoryview(mapping)[TOKEN_BYTES:TOKEN_BYTES + 16].cast("Q")
+        self._data = memoryview(mapping)[HEADER_BYTES:]
+        self.frames = 0   # frames through the ring
+        self.closed = False
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self._data.release()
+            self._words.release()
+            self._map.close()
 
 
-class Ring:
+class Ring(_Mapped):
     """The writing end: ``put(frame)`` copies a frame in and returns its position, or None
     (not ready, too small, no room: send it on the socket)."""
 
@@ -92,20 +108,15 @@ class Ring:
         try:
             os.ftruncate(self.fd, size)
             fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, SEALS)
-            self._map = mmap.mmap(self.fd, size)
+            mapping = mmap.mmap(self.fd, size)
         except BaseException:
             os.close(self.fd)
             raise
-        self.size = size
-        self.capacity = size - HEADER_BYTES
+        super().__init__(mapping, size)
         self.token = os.urandom(TOKEN_BYTES)
-        self._map[:TOKEN_BYTES] = self.token
-        self._words = _words(self._map)
-        self._data = memoryview(self._map)[HEADER_BYTES:]
+        mapping[:TOKEN_BYTES] = self.token
         self.produced = 0   # position after the last frame written
         self._floor = 0     # where the writer last started over: unread data lies after it
-        self.frames = 0     # frames sent through the ring
-        self.closed = False
 
     @classmethod
     def make(cls):
@@ -159,24 +170,16 @@ class Ring:
 
     def close(self):
         if not self.closed:
-            self.closed = True
-            self._data.release()
-            self._words.release()
-            self._map.close()
+            super().close()
             os.close(self.fd)
 
 
-class Reader:
+class Reader(_Mapped):
     """The reading end of a peer's ring: ``take(position, n, into)``."""
 
     def __init__(self, mapping, size):
-        self._map = mapping
-        self.capacity = size - HEADER_BYTES
-        self._words = _words(mapping)
-        self._data = memoryview(mapping)[HEADER_BYTES:]
+        super().__init__(mapping, size)
         self.consumed = 0
-        self.frames = 0
-        self.closed = False
         self._words[_READY] = 1
 
     @classmethod
@@ -229,10 +232,3 @@ class Reader:
         self._words[_CONSUMED] = self.consumed
         self.frames += 1
         return into
-
-    def close(self):
-        if not self.closed:
-            self.closed = True
-            self._data.release()
-            self._words.release()
-            self._map.close()
