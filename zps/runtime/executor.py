@@ -736,7 +736,7 @@ def _straight_line(steps, ks, frees, name):
     return namespace[name]
 
 
-_FOLLOW_MIN = 4   # steps a follow-up needs to be compiled (fewer: the loop's cost is no matter)
+_FOLLOW_MIN = 4   # steps a follow-up needs to be compiled (fewer run in the loop as they are)
 
 
 class _FollowUp:
