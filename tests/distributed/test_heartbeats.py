@@ -199,6 +199,24 @@ def test_a_task_that_stops_cleanly_is_seen_left_at_once_not_down(monkeypatch, ca
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], messages
 
 
+def test_a_heartbeat_answer_that_crossed_a_leaving_does_not_bring_the_peer_back(monkeypatch):
+    # The answer to a heartbeat sent before the peer said it leaves may arrive after that (on
+    # another connection): it must not mark the peer up again. One sent afterwards does.
+    monkeypatch.setenv("ZPS_HEARTBEAT_SECS", "5")
+    monkeypatch.setattr(server_mod, "local_server", lambda address: None)
+    with InProcessCluster({"ps": 1, "worker": 1}) as cluster:
+        heartbeats = cluster[("worker", 0)].heartbeats
+        ps = cluster.spec["ps"][0]
+        _wait_for(lambda: heartbeats.snapshot()[ps]["up"], 10, "the ps seen up")
+        incarnation = heartbeats.snapshot()[ps]["incarnation"]
+        heartbeats.left("/job:ps/replica:0/task:0")
+        assert heartbeats.snapshot()[ps]["up"] is False
+        heartbeats._seen(ps, incarnation, 0)   # sent before it left
+        assert heartbeats.snapshot()[ps]["up"] is False
+        heartbeats._seen(ps, incarnation, 1)   # sent after
+        assert heartbeats.snapshot()[ps]["up"] is True
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_program_that_ends_without_stopping_its_server_is_seen_left(monkeypatch, caplog):

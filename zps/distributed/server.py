@@ -110,8 +110,9 @@ class PeerHeartbeats:
         self._server = server
         self.interval = interval
         self._lock = threading.Lock()
-        # address -> [task, up, last seen (monotonic) or None, incarnation or None, in flight]
-        self._peers = {address: [task, False, None, None, False] for task, address in peers}
+        # address -> [task, up, last seen (monotonic) or None, incarnation or None, in flight,
+        #             times it left: an answer to a heartbeat sent before it left is stale]
+        self._peers = {address: [task, False, None, None, False, 0] for task, address in peers}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name="zps-heartbeat-%s-%d" % (server.task.job,
@@ -121,16 +122,18 @@ class PeerHeartbeats:
         self._thread.start()
 
     def stop(self):
-        """Stop beating, and tell the peers seen up that this task is stopping (``Leaving``),
-        so that they log it as left instead of down: a worker ending its training is no
-        failure. Waits for their answers, LEAVE_TIMEOUT_S at most in all; a peer that does not
-        answer sees the task down at its next heartbeat, as it would have. Once only."""
+        """Stop beating, and tell the peers seen up or being reached (a heartbeat on its way:
+        a peer that started just before may see this task up before it hears the answer) that
+        this task is stopping (``Leaving``), so that they log it as left instead of down: a
+        worker ending its training is no failure. Waits for their answers, LEAVE_TIMEOUT_S at
+        most in all; a peer that does not answer sees the task down at its next heartbeat, as it
+        would have. Once only."""
         if self._stop.is_set():
             return
         self._stop.set()
         with self._lock:
             up = [address for address, entry in self._peers.items()
-                  if entry[1] and local_server(address) is None]
+                  if (entry[1] or entry[4]) and local_server(address) is None]
         futures = []
         for address in up:
             try:
@@ -148,6 +151,7 @@ class PeerHeartbeats:
                     if str(entry[0]) == task and entry[1]]
             for _, entry in gone:
                 entry[1] = False
+                entry[5] += 1
         for address, _ in gone:
             log.info("%s: task %s at %s left (it stopped)", self._server.task, task, address)
 
@@ -158,7 +162,7 @@ class PeerHeartbeats:
             return {address: {"task": "/job:%s/task:%d" % (task.job, task.index), "up": up,
                               "incarnation": incarnation,
                               "last_seen_s_ago": None if seen is None else round(now - seen, 3)}
-                    for address, (task, up, seen, incarnation, _) in self._peers.items()}
+                    for address, (task, up, seen, incarnation, *_) in self._peers.items()}
 
     def _run(self):
         while not self._stop.is_set():
@@ -179,6 +183,7 @@ class PeerHeartbeats:
             if entry[4]:
                 return   # the last one is still unanswered: it fails at its own timeout
             entry[4] = True
+            leaves = entry[5]
         try:
             future = self._server.transport.request(
                 address, "Heartbeat", {"from": str(self._server.task)}, timeout=2 * self.interval)
@@ -186,9 +191,9 @@ class PeerHeartbeats:
             with self._lock:
                 entry[4] = False
             return
-        future.add_done_callback(lambda f: self._answered(address, f))
+        future.add_done_callback(lambda f: self._answered(address, f, leaves))
 
-    def _answered(self, address, future):
+    def _answered(self, address, future, leaves):
         # Runs on the transport's I/O thread: only bookkeeping here.
         with self._lock:
             self._peers[address][4] = False
@@ -198,15 +203,19 @@ class PeerHeartbeats:
         if exc is None:
             body = future.result().body
             incarnation = body.get("incarnation") if isinstance(body, dict) else None
-            self._seen(address, incarnation if isinstance(incarnation, str) else None)
+            self._seen(address, incarnation if isinstance(incarnation, str) else None, leaves)
         elif isinstance(exc, endpoint.RemoteError):
-            self._seen(address, None)   # it answered (an older server without Heartbeat)
+            self._seen(address, None, leaves)   # it answered (an older server without Heartbeat)
         elif isinstance(exc, endpoint.TransportError) and "transport is closed" not in str(exc):
             self._lost(address, exc)
 
-    def _seen(self, address, incarnation):
+    def _seen(self, address, incarnation, leaves=None):
+        """Peer ``address`` answered (``leaves``: how often it had left when the heartbeat went
+        out; an answer that crossed its Leaving does not make it up again)."""
         with self._lock:
             entry = self._peers[address]
+            if leaves is not None and leaves != entry[5]:
+                return
             task, was_up, seen_before, known = entry[0], entry[1], entry[2], entry[3]
             entry[1], entry[2] = True, time.monotonic()
             if incarnation is not None:
