@@ -91,6 +91,20 @@ def heartbeat_interval_from_env():
     return value
 
 
+class _PeerState:
+    """What a task's heartbeats know of one peer (PeerHeartbeats, under its lock)."""
+
+    __slots__ = ("task", "up", "seen", "incarnation", "in_flight", "leaves")
+
+    def __init__(self, task):
+        self.task = task
+        self.up = False
+        self.seen = None          # when it last answered (monotonic)
+        self.incarnation = None   # its last answer's
+        self.in_flight = False    # a heartbeat to it is unanswered
+        self.leaves = 0           # times it said it left: older heartbeats' answers are stale
+
+
 class PeerHeartbeats:
     """Heartbeats from one server to every other task of its cluster spec, and what they tell.
 
@@ -110,9 +124,7 @@ class PeerHeartbeats:
         self._server = server
         self.interval = interval
         self._lock = threading.Lock()
-        # address -> [task, up, last seen (monotonic) or None, incarnation or None, in flight,
-        #             times it left: an answer to a heartbeat sent before it left is stale]
-        self._peers = {address: [task, False, None, None, False, 0] for task, address in peers}
+        self._peers = {address: _PeerState(task) for task, address in peers}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name="zps-heartbeat-%s-%d" % (server.task.job,
@@ -132,8 +144,8 @@ class PeerHeartbeats:
             return
         self._stop.set()
         with self._lock:
-            up = [address for address, entry in self._peers.items()
-                  if (entry[1] or entry[4]) and local_server(address) is None]
+            up = [address for address, peer in self._peers.items()
+                  if (peer.up or peer.in_flight) and local_server(address) is None]
         futures = []
         for address in up:
             try:
@@ -147,11 +159,11 @@ class PeerHeartbeats:
         """Peer ``task`` (its device prefix) said it is stopping: down from now on, without the
         warning of a failure (nor a task epoch bump: a restart shows a new incarnation)."""
         with self._lock:
-            gone = [(address, entry) for address, entry in self._peers.items()
-                    if str(entry[0]) == task and entry[1]]
-            for _, entry in gone:
-                entry[1] = False
-                entry[5] += 1
+            gone = [(address, peer) for address, peer in self._peers.items()
+                    if str(peer.task) == task and peer.up]
+            for _, peer in gone:
+                peer.up = False
+                peer.leaves += 1
         for address, _ in gone:
             log.info("%s: task %s at %s left (it stopped)", self._server.task, task, address)
 
@@ -159,10 +171,10 @@ class PeerHeartbeats:
         """``{address: {"task", "up", "last_seen_s_ago", "incarnation"}}`` (plain data)."""
         now = time.monotonic()
         with self._lock:
-            return {address: {"task": "/job:%s/task:%d" % (task.job, task.index), "up": up,
-                              "incarnation": incarnation,
-                              "last_seen_s_ago": None if seen is None else round(now - seen, 3)}
-                    for address, (task, up, seen, incarnation, *_) in self._peers.items()}
+            return {address: {"task": "/job:%s/task:%d" % (p.task.job, p.task.index), "up": p.up,
+                              "incarnation": p.incarnation,
+                              "last_seen_s_ago": None if p.seen is None else round(now - p.seen, 3)}
+                    for address, p in self._peers.items()}
 
     def _run(self):
         while not self._stop.is_set():
@@ -179,24 +191,24 @@ class PeerHeartbeats:
             self._seen(address, local.incarnation)
             return
         with self._lock:
-            entry = self._peers[address]
-            if entry[4]:
+            peer = self._peers[address]
+            if peer.in_flight:
                 return   # the last one is still unanswered: it fails at its own timeout
-            entry[4] = True
-            leaves = entry[5]
+            peer.in_flight = True
+            leaves = peer.leaves
         try:
             future = self._server.transport.request(
                 address, "Heartbeat", {"from": str(self._server.task)}, timeout=2 * self.interval)
         except Exception:  # noqa: BLE001 - the transport is closing: the server is stopping
             with self._lock:
-                entry[4] = False
+                peer.in_flight = False
             return
         future.add_done_callback(lambda f: self._answered(address, f, leaves))
 
     def _answered(self, address, future, leaves):
         # Runs on the transport's I/O thread: only bookkeeping here.
         with self._lock:
-            self._peers[address][4] = False
+            self._peers[address].in_flight = False
         if future.cancelled() or self._stop.is_set():
             return
         exc = future.exception()
@@ -213,13 +225,13 @@ class PeerHeartbeats:
         """Peer ``address`` answered (``leaves``: how often it had left when the heartbeat went
         out; an answer that crossed its Leaving does not make it up again)."""
         with self._lock:
-            entry = self._peers[address]
-            if leaves is not None and leaves != entry[5]:
+            peer = self._peers[address]
+            if leaves is not None and leaves != peer.leaves:
                 return
-            task, was_up, seen_before, known = entry[0], entry[1], entry[2], entry[3]
-            entry[1], entry[2] = True, time.monotonic()
+            task, was_up, seen_before, known = peer.task, peer.up, peer.seen, peer.incarnation
+            peer.up, peer.seen = True, time.monotonic()
             if incarnation is not None:
-                entry[3] = incarnation
+                peer.incarnation = incarnation
             restarted = incarnation is not None and known is not None and incarnation != known
             if restarted:   # with the state change: whoever sees it up sees the epoch bumped
                 self._server.task_failed(task)
@@ -231,9 +243,9 @@ class PeerHeartbeats:
 
     def _lost(self, address, exc):
         with self._lock:
-            entry = self._peers[address]
-            task, was_up = entry[0], entry[1]
-            entry[1] = False
+            peer = self._peers[address]
+            task, was_up = peer.task, peer.up
+            peer.up = False
             if was_up:   # with the state change: whoever sees it down sees the epoch bumped
                 self._server.task_failed(task)
         if was_up:

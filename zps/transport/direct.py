@@ -387,7 +387,7 @@ class Conn:
         for f in frames:
             pieces = type(f) is codec.Pieces   # one frame, gathered from its pieces by sendmsg
             if pieces:
-                n = sum(map(len, f))
+                n = f.nbytes
             else:
                 f = f if type(f) is bytes else memoryview(f).cast("B")
                 n = len(f)
