@@ -29,14 +29,16 @@ def _has_tensorflow():
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")).returncode == 0
 
 
-@pytest.mark.parametrize("steady", [compare_tf._steady_rate, bench_scaling._steady_rate])
-def test_steady_rate_counts_steps_while_every_worker_trains(steady):
+def test_steady_rate_counts_steps_while_every_worker_trains():
     # Worker A trains from t=0 to 10, B from 5 to 20: the window is (5, 10].
     a = [float(t) for t in range(0, 11)]          # 11 steps, 5 of them in (5, 10]
     b = [5.0 + 0.5 * k for k in range(31)]        # 31 steps, 10 of them in (5, 10]
-    assert steady([a, b]) == pytest.approx(15 / 5.0)
+    assert compare_tf._steady_rate([a, b]) == pytest.approx(15 / 5.0)
     # One worker: its own rate after its first step.
-    assert steady([a]) == pytest.approx(10 / 10.0)
+    assert compare_tf._steady_rate([a]) == pytest.approx(10 / 10.0)
+    # bench_scaling's window is set in advance: steps that ended in (t0, t1] only.
+    assert bench_scaling._rate_between([a, b], 5.0, 10.0) == pytest.approx(15 / 5.0)
+    assert bench_scaling._rate_between([a, b], 9.5, 10.0) == pytest.approx(2 / 0.5)
 
 
 def test_summarize_transfer_and_startup():

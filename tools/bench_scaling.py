@@ -13,8 +13,9 @@
   to one variable. Target: <= 2x at 1,000 (per-variable costs are batched away).
 - workers: 1 ... 8 worker processes against one ps, each training a scalar (loss (w-3)^2,
   GradientDescent, async, MonitoredTrainingSession); the ps's aggregate update rate (steps/s of
-  all workers while all of them train) relative to the best, medians of three rounds in which
-  the counts take turns. Target: >= 90% of the best.
+  all workers in a one-second window that starts after every worker's first step and ends
+  before any stops) relative to the best, medians of five rounds in which the counts take
+  turns. Target: >= 90% of the best.
 
 Steps are timed after a warm-up step; medians of ``--repeats``. The points of a table take turns
 (raw and zps for each size; every variable count, all clusters up at once), so that load drifting
@@ -29,6 +30,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 HERE = os.path.abspath(__file__)
@@ -38,11 +41,12 @@ from bench_transfer import MB, raw_ops, raw_server, raw_stop, seconds_of, take_t
 
 RESULT_MARK = "SCALING_RESULT "
 WORKER_TIMEOUT_S = 600
+SETTLE_S = 0.1   # between the last worker's first step and the timed window
 
 FULL = {"sizes_mb": [1, 4, 16, 64, 256], "vars_mb": 16, "var_counts": [1, 10, 100, 1000],
-        "workers": [1, 2, 4, 8], "worker_steps": 300, "worker_rounds": 3, "repeats": 7}
+        "workers": [1, 2, 4, 8], "worker_seconds": 1.0, "worker_rounds": 5, "repeats": 7}
 QUICK = {"sizes_mb": [1, 4], "vars_mb": 1, "var_counts": [1, 10, 100], "workers": [1, 2],
-         "worker_steps": 20, "worker_rounds": 1, "repeats": 3}
+         "worker_seconds": 0.2, "worker_rounds": 1, "repeats": 3}
 
 
 # -- raw pyzmq: the limit ---------------------------------------------------------------------------
@@ -141,8 +145,18 @@ def bench_vars(total_mb, counts, repeats, log):
 
 # -- workers: separate worker processes against one ps ---------------------------------------------
 
-def run_worker(spec, index, steps):
+def run_worker(spec, index, ready_file):
+    """One worker of the workers table: after its first step it creates ``ready_file``, then
+    trains until the time (seconds since the epoch) the bench writes on its stdin, and prints
+    the end time of every step after the first."""
     import zps as tf
+    stop = [time.time() + WORKER_TIMEOUT_S]
+
+    def read_stop():
+        line = sys.stdin.readline()
+        stop[0] = float(line) if line.strip() else time.time()   # the bench went away: stop
+
+    threading.Thread(target=read_stop, name="stop-reader", daemon=True).start()
     cluster = tf.train.ClusterSpec(spec)
     server = tf.train.Server(cluster, job_name="worker", task_index=index)
     try:
@@ -157,36 +171,54 @@ def run_worker(spec, index, steps):
             ends = []
             with tf.train.MonitoredTrainingSession(master=server.target, is_chief=index == 0,
                                                    config=config, log_step_count_steps=None) as sess:
-                for _ in range(steps):
+                sess.run(train_op)
+                open(ready_file, "w").close()
+                while True:
                     sess.run(train_op)
                     ends.append(time.time())
+                    if ends[-1] >= stop[0]:
+                        break
     finally:
         server.stop()
     print(RESULT_MARK + json.dumps({"ends": ends}), flush=True)
 
 
-def _steady_rate(all_ends):
-    """Step completions per second while every worker trains."""
-    t0 = max(ends[0] for ends in all_ends)
-    t1 = min(ends[-1] for ends in all_ends)
-    if len(all_ends) == 1 or t1 <= t0:
-        ends = sorted(e for es in all_ends for e in es)
-        return (len(ends) - 1) / (ends[-1] - ends[0])
-    return sum(1 for es in all_ends for e in es if t0 < e <= t1) / (t1 - t0)
+def _rate_between(all_ends, t0, t1):
+    """Steps of all workers that ended in (t0, t1], per second."""
+    return sum(1 for ends in all_ends for e in ends if t0 < e <= t1) / (t1 - t0)
 
 
-def _workers_rate(num_workers, steps):
+def _workers_rate(num_workers, seconds):
+    """Updates per second while all ``num_workers`` train: every worker has made its first
+    step before the timed window starts, and each trains until the window has ended."""
     from zps.testing.cluster import LocalCluster
     workers = [("worker", i) for i in range(num_workers)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get(
         "PYTHONPATH")])))
-    with LocalCluster({"ps": 1, "worker": num_workers}, in_process=workers, env=env) as c:
+    with tempfile.TemporaryDirectory(prefix="zps-scaling-") as tmp, \
+            LocalCluster({"ps": 1, "worker": num_workers}, in_process=workers, env=env) as c:
+        ready = [os.path.join(tmp, "ready.%d" % i) for i in range(num_workers)]
         procs = [subprocess.Popen([sys.executable, HERE, "--role", "worker", "--cluster",
-                                   json.dumps(c.spec), "--task_index", str(i), "--steps", str(steps)],
-                                  env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   json.dumps(c.spec), "--task_index", str(i), "--ready_file",
+                                   ready[i]],
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for i in range(num_workers)]
         try:
             deadline = time.monotonic() + WORKER_TIMEOUT_S
+            while not all(os.path.exists(f) for f in ready):
+                exited = [p for p in procs if p.poll() is not None]
+                if exited or time.monotonic() > deadline:
+                    p = exited[0] if exited else procs[0]
+                    p.kill()
+                    raise RuntimeError("a worker %s before its first step:\n%s" % (
+                        "exited with %s" % p.returncode if exited else "took too long",
+                        p.communicate(timeout=30)[1][-3000:]))
+                time.sleep(0.01)
+            t0 = time.time() + SETTLE_S
+            t1 = t0 + seconds
+            for p in procs:
+                p.stdin.write("%r\n" % t1)
+                p.stdin.flush()
             ends = []
             for p in procs:
                 out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
@@ -199,16 +231,17 @@ def _workers_rate(num_workers, steps):
                 if p.poll() is None:
                     p.kill()
                 p.wait(timeout=30)
-    return _steady_rate(ends)
+    return _rate_between(ends, t0, t1)
 
 
-def bench_workers(counts, steps, rounds, log):
+def bench_workers(counts, seconds, rounds, log):
     """Each worker count ``rounds`` times, the counts taking turns (forward, then backward, ...);
-    the median rate of each (one run of 300 steps a worker lasts a fraction of a second)."""
+    the median rate of each (a window lasts ``seconds``: a fraction of the time a cluster takes
+    to start)."""
     samples = {k: [] for k in counts}
     for r in range(rounds):
         for k in (counts if r % 2 == 0 else counts[::-1]):
-            samples[k].append(_workers_rate(k, steps))
+            samples[k].append(_workers_rate(k, seconds))
             log("workers %s" % json.dumps({"workers": k, "round": r + 1,
                                             "updates_per_s": samples[k][-1]}))
     rows = [{"workers": k, "updates_per_s": statistics.median(samples[k]),
@@ -255,12 +288,12 @@ def main(argv=None):
                         help=argparse.SUPPRESS)
     parser.add_argument("--cluster", help=argparse.SUPPRESS)
     parser.add_argument("--task_index", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--ready_file", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)   # run as `python tools/bench_scaling.py` from a checkout
     if args.role == "worker":
-        run_worker(json.loads(args.cluster), args.task_index, args.steps)
+        run_worker(json.loads(args.cluster), args.task_index, args.ready_file)
         return 0
     cfg = dict(QUICK if args.quick else FULL)
     if args.repeats is not None:
@@ -279,7 +312,7 @@ def main(argv=None):
               "size": bench_size(cfg["sizes_mb"], cfg["repeats"], log) if "size" in only else [],
               "vars": bench_vars(cfg["vars_mb"], cfg["var_counts"], cfg["repeats"], log)
               if "vars" in only else [],
-              "workers": bench_workers(cfg["workers"], cfg["worker_steps"], cfg["worker_rounds"],
+              "workers": bench_workers(cfg["workers"], cfg["worker_seconds"], cfg["worker_rounds"],
                                        log)
               if "workers" in only else []}
     if args.json:

@@ -565,6 +565,50 @@ def test_the_machine_is_crowded_when_threads_wait_for_its_cpus(
         os.close(check._fd)
 
 
+def _policy_of(thread):
+    return os.sched_getscheduler(thread.native_id)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+def test_the_io_thread_is_scheduled_as_a_batch_thread():
+    t = endpoint.Transport()
+    try:
+        t.request(t.bind("127.0.0.1:0", lambda msg, r: r.reply(None)).address, "x", {}).result(5)
+        assert _policy_of(t._thread) == os.SCHED_BATCH
+        assert _policy_of(threading.current_thread()) == os.SCHED_OTHER   # the caller's is its own
+    finally:
+        t.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+@pytest.mark.parametrize("setting, before, after, result", [
+    (True, "SCHED_OTHER", "SCHED_BATCH", True),
+    (False, "SCHED_OTHER", "SCHED_OTHER", False),   # ZPS_SCHED_BATCH=0
+    (True, "SCHED_IDLE", "SCHED_IDLE", False)])      # a policy someone chose is kept
+def test_serve_in_batch_takes_batch_scheduling_only_from_the_default_policy(
+        monkeypatch, setting, before, after, result):
+    monkeypatch.setattr(spin, "BATCH", setting)
+    seen = {}
+
+    def thread():   # a thread of its own: its policy goes with it
+        os.sched_setscheduler(0, getattr(os, before), os.sched_param(0))
+        seen["result"] = spin.serve_in_batch()
+        seen["policy"] = os.sched_getscheduler(0)
+
+    th = threading.Thread(target=thread)
+    th.start()
+    th.join(timeout=10)
+    assert seen == {"result": result, "policy": getattr(os, after)}
+
+
+def test_batch_scheduling_from_the_environment():
+    assert spin.batch_from_env("") is True and spin.batch_from_env("1") is True
+    assert spin.batch_from_env(" 0 ") is False
+    for bad in ("yes", "2", "off"):
+        with pytest.raises(ValueError, match="ZPS_SCHED_BATCH must be 1 .* or 0"):
+            spin.batch_from_env(bad)
+
+
 def test_a_peer_that_reads_nothing_is_dropped_past_the_queue_limit(monkeypatch, pair):
     a, _b = pair
     monkeypatch.setattr(direct, "MAX_QUEUED_BYTES", 1 << 20)

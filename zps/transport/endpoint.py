@@ -1040,6 +1040,7 @@ class Transport:
 
     # -- I/O thread ------------------------------------------------------------------------------
     def _loop(self):
+        spin.serve_in_batch()
         next_check = time.monotonic()
         spinner = spin.Spin()
         try:
