@@ -41,8 +41,9 @@ def serve_in_batch():
     be switched back in a moment later to block anyway, and every switch between Python processes
     costs far more than its kernel work (their caches go cold). A batch thread does not preempt
     on waking; it runs when a CPU is idle or the running thread's turn ends. 8 workers and a ps
-    on 2 vCPUs (tools/bench_scaling.py's workers, 3 alternations): workers preempted 1.05 times a
-    step -> 0.12, the ps's CPU per update 285 -> 230 us, 2,615-2,716 -> 2,895-3,258 updates/s.
+    on 2 vCPUs (the scalar model of tools/bench_scaling.py's workers, 3,000 steps each, 3
+    alternations): workers preempted 1.05 times a step -> 0.12, the ps's CPU per update 285 ->
+    230 us, 2,615-2,716 -> 2,895-3,258 updates/s (docs/performance.md, session 15).
     On an idle CPU it starts as any thread does. A policy other than the default (the process
     was started under ``chrt``) is kept, and so is the nice value; where the call is refused
     (not Linux, a sandbox) nothing changes. Threads this one starts inherit the policy.
