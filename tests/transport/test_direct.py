@@ -146,6 +146,44 @@ def test_an_unreachable_listener_leaves_the_peer_on_zeromq(monkeypatch, transpor
     assert server.address not in client.direct_ports
 
 
+@pytest.mark.skipif(not direct.UNIX, reason="abstract Unix sockets: Linux, ZPS_DIRECT_UNIX")
+def test_a_server_on_this_machine_is_reached_over_its_unix_socket(transports, server):
+    client = transports()
+    peer = direct_peer(client, server.address)
+    assert peer.direct.sock.family == socket.AF_UNIX
+    (conn,) = [o.conn for o in server.direct_conns]
+    assert conn.sock.family == socket.AF_UNIX
+    assert conn.peer == "localhost (pid %d):unix" % os.getpid()   # who, for the logs
+    big = np.arange(1 << 20, dtype=np.float32)   # 4 MB: through the shared-memory ring
+    reply = client.request(server.address, "echo", "x", [big]).result(WAIT)
+    np.testing.assert_array_equal(reply.tensors[0], big)
+    assert peer.direct.messages_in == conn.messages_in >= 1   # (and pings, on a slow machine)
+
+
+def test_without_a_unix_socket_the_client_connects_over_tcp(monkeypatch, transports):
+    monkeypatch.setattr(direct, "UNIX", False)   # the server's side: ZPS_DIRECT_UNIX=0
+    server = transports().bind("127.0.0.1:0", echo_handler)
+    assert server.unix_listener is None
+    monkeypatch.undo()   # the client would use one if it were there
+    peer = direct_peer(transports(), server.address)
+    assert peer.direct.sock.family == socket.AF_INET
+    (conn,) = [o.conn for o in server.direct_conns]
+    assert conn.peer.startswith("127.0.0.1:")
+
+
+@pytest.mark.skipif(not direct.UNIX, reason="abstract Unix sockets: Linux, ZPS_DIRECT_UNIX")
+def test_unbinding_closes_the_unix_socket(transports):
+    bound = transports().bind("127.0.0.1:0", echo_handler)
+    name = direct.unix_name(bound.direct_token)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(name)   # it listens
+    bound.close()
+    wait_for(lambda: bound.unix_listener.fileno() == -1, "the Unix socket still open")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock, \
+            pytest.raises(ConnectionRefusedError):
+        sock.connect(name)
+
+
 # -- failures ---------------------------------------------------------------------------------------
 def test_a_restarted_peer_is_reached_again(transports, processes):
     client = transports()

@@ -24,7 +24,13 @@ ports), the client stays on ZeroMQ.
 
 Between processes of one machine each side also offers a shared-memory ring in its preamble /
 answer (version 2; ``zps.transport.shm``): a frame of at least 64 KB that fits the ring is copied
-into it and only its position travels on the socket.
+into it and only its position travels on the socket. On Linux a listener also listens on an
+abstract Unix socket named after its token, and a client tries that first: it exists only for a
+client in the server's network namespace (the same machine), where it costs a message about a
+third less CPU than loopback TCP, which runs the whole TCP stack for both ends on the sender's
+CPU (7.7 -> 5.4 us a message each side between two processes on one vCPU, 30 -> 17-26 across
+two; a ps and one worker: 3,718 -> 4,254 steps/s). The same preamble, token check, rings and
+framing follow; ``ZPS_DIRECT_UNIX=0``: TCP only.
 
 Framing: a message ``[frame, ...]`` is ``u32 n``, ``n`` × ``u64 length`` (little-endian), then the
 frames' bytes (8 bytes, the ring position, for a frame whose length has ``shm.IN_RING`` set).
@@ -40,6 +46,7 @@ import os
 import select
 import socket
 import struct
+import sys
 import time
 
 from zps.transport import codec, protocol, shm
@@ -54,6 +61,8 @@ PREAMBLE_BYTES = min(PREAMBLES.values())   # enough to know the version
 ACK = MAGIC + bytes([VERSION])              # then the server's ring offer
 METHOD = "zps.Direct"     # the request (over ZeroMQ) that asks a server for its direct port
 ENABLED = os.environ.get("ZPS_DIRECT", "1") != "0"
+# Abstract Unix sockets beside the TCP listeners (Linux; ZPS_DIRECT_UNIX=0: TCP only).
+UNIX = os.environ.get("ZPS_DIRECT_UNIX", "1") != "0" and sys.platform.startswith("linux")
 CONNECT_TIMEOUT_S = 2.0   # connecting and the preamble's answer
 
 
@@ -104,10 +113,57 @@ def _host(address):
     return host[1:-1] if host.startswith("[") else host
 
 
+def unix_name(token):
+    """The abstract Unix socket of the listener whose clients present ``token``."""
+    return "\0zps-direct-" + token.hex()
+
+
+def listen_unix(token):
+    """The abstract Unix socket beside a TCP listener whose token is ``token`` (non-blocking,
+    listening), or None: not Linux, ``ZPS_DIRECT_UNIX=0``, or refused (then clients use TCP)."""
+    if not UNIX:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(unix_name(token))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _connect_unix(token, timeout):
+    # None where the server's Unix socket is not there: another machine or network namespace.
+    if not UNIX:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(unix_name(token))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def unix_peer(sock):
+    """A name for the process at the other end of an accepted Unix socket, for logs."""
+    try:
+        pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                         struct.calcsize("3i")))
+    except (OSError, AttributeError, struct.error):
+        return "localhost:unix"
+    return "localhost (pid %d):unix" % pid
+
+
 def connect(address, port, token, timeout=CONNECT_TIMEOUT_S):
     """A direct connection (blocking) to the server at ``address`` (``host:port`` of its ROUTER)
-    whose listener is at ``port`` and answered ``token``; OSError if it cannot be made."""
-    sock = socket.create_connection((_host(address), port), timeout=timeout)
+    whose listener is at ``port`` and answered ``token``: over its Unix socket where this process
+    reaches it, else TCP; OSError if it cannot be made."""
+    sock = _connect_unix(token, timeout) or socket.create_connection((_host(address), port),
+                                                                     timeout=timeout)
     ring = shm.Ring.make()
     try:
         sock.sendall(MAGIC + bytes([VERSION]) + token + (ring.offer() if ring else shm.NO_OFFER))
@@ -162,7 +218,7 @@ def listen(host, ports=None):
 
 
 class Conn:
-    """One direct connection: framed messages over a non-blocking TCP socket, both ways.
+    """One direct connection: framed messages over a non-blocking TCP or Unix socket, both ways.
 
     ``read(deliver)`` hands over the messages that have arrived whole (lists of frames: bytes,
     bytearrays for large frames, or views of where ``place`` put them) without waiting.

@@ -399,8 +399,9 @@ class BoundSocket:
         self.assembler = codec.StreamAssembler(limits, early=early)
         self.current = (b"", ())   # (identity, frames) of the message being handled: peer()
         # Its direct listener (zps.transport.direct), the port and token clients connect with,
-        # and the connections accepted on it (_DirectServer).
+        # the Unix socket beside it (or None), and the connections accepted (_DirectServer).
         self.listener = None
+        self.unix_listener = None
         self.direct_port = None
         self.direct_token = None
         self.direct_conns = set()
@@ -466,12 +467,13 @@ class _DirectPeer:
 
 
 class _DirectListener:
-    """Poller owner of a bound socket's direct listener."""
+    """Poller owner of one of a bound socket's direct listeners (TCP, Unix)."""
 
-    __slots__ = ("bound",)
+    __slots__ = ("bound", "sock")
 
-    def __init__(self, bound):
+    def __init__(self, bound, sock):
         self.bound = bound
+        self.sock = sock
 
 
 class _DirectServer:
@@ -1078,7 +1080,7 @@ class Transport:
             elif isinstance(owner, _DirectPeer):
                 self._read_direct(owner.peer, flags)
             elif isinstance(owner, _DirectListener):
-                self._accept_direct(owner.bound)
+                self._accept_direct(owner.bound, owner.sock)
             else:
                 self._drain(sock, owner)
         now = time.monotonic()
@@ -1175,17 +1177,18 @@ class Transport:
             Responder(self, route, identity, msg_id, None).error(3, "malformed message: %s" % exc)
 
     # -- direct connections (zps.transport.direct; I/O thread) -----------------------------------
-    def _accept_direct(self, bound):
+    def _accept_direct(self, bound, listener):
         limits = bound.limits
         for _ in range(64):
             try:
-                sock, addr = bound.listener.accept()
+                sock, addr = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:   # e.g. out of file descriptors: the client stays on ZeroMQ
                 log.warning("%s: cannot accept a direct connection: %s", bound.address, e)
                 return
-            conn = direct.Conn(sock, peer="%s:%s" % addr[:2],
+            peer = "%s:%s" % addr[:2] if sock.family != socket.AF_UNIX else direct.unix_peer(sock)
+            conn = direct.Conn(sock, peer=peer,
                                max_frame_bytes=max(limits.max_header_bytes, protocol.FRAME_BYTES),
                                max_message_bytes=limits.max_message_bytes,
                                accepted_token=bound.direct_token)
@@ -1373,8 +1376,11 @@ class Transport:
             else:
                 bound.direct_port = bound.listener.getsockname()[1]
                 bound.direct_token = direct.new_token()
-                self._sockets[bound.listener.fileno()] = _DirectListener(bound)
-                self._poller.register(bound.listener.fileno(), zmq.POLLIN)
+                bound.unix_listener = direct.listen_unix(bound.direct_token)
+                for listener in (bound.listener, bound.unix_listener):
+                    if listener is not None:
+                        self._sockets[listener.fileno()] = _DirectListener(bound, listener)
+                        self._poller.register(listener.fileno(), zmq.POLLIN)
         return bound
 
     def _unbind(self, bound):
@@ -1386,6 +1392,8 @@ class Transport:
         self._released.add(bound.port)
         if bound.listener is not None:
             self._forget_conn(bound.listener)
+            if bound.unix_listener is not None:
+                self._forget_conn(bound.unix_listener)
             for owner in list(bound.direct_conns):
                 self._close_direct_server(owner)
 
