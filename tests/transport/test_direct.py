@@ -1,5 +1,5 @@
-"""Direct connections (zps.transport.direct): plain TCP sockets beside the ZeroMQ ones, read by
-the thread that handles their messages; their framing, limits, failures and fallbacks."""
+"""Direct connections (zps.transport.direct): plain TCP (or Unix) sockets beside the ZeroMQ ones,
+read by the thread that handles their messages; their framing, limits, failures and fallbacks."""
 
 import os
 import signal

@@ -29,7 +29,7 @@ abstract Unix socket named after its token, and a client tries that first: it ex
 client in the server's network namespace (the same machine), where it costs a message about a
 third less CPU than loopback TCP, which runs the whole TCP stack for both ends on the sender's
 CPU (7.7 -> 5.4 us a message each side between two processes on one vCPU, 30 -> 17-26 across
-two; a ps and one worker: 3,718 -> 4,254 steps/s). The same preamble, token check, rings and
+two; a ps and one worker: 3,716 -> 4,096 steps/s). The same preamble, token check, rings and
 framing follow; ``ZPS_DIRECT_UNIX=0``: TCP only.
 
 Framing: a message ``[frame, ...]`` is ``u32 n``, ``n`` × ``u64 length`` (little-endian), then the

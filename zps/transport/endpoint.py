@@ -6,9 +6,10 @@ replies by id. Peers with requests in flight are pinged after a silence; a peer 
 timeout fails those requests with :class:`PeerUnavailableError` instead of leaving them hanging.
 
 Without CURVE, each bound socket also has a direct listener (zps.transport.direct): a peer asks
-for it once over ZeroMQ, then sends its messages on a plain TCP connection the I/O thread reads
-itself (one thread woken per message instead of three). Everything else is the same: framing
-aside, the same messages, handler, limits, answers, heartbeats and failures.
+for it once over ZeroMQ, then sends its messages on a plain TCP connection (a Unix socket from the
+same machine) the I/O thread reads itself (one thread woken per message instead of three).
+Everything else is the same: framing aside, the same messages, handler, limits, answers,
+heartbeats and failures.
 
 The loop has the Majordomo shape: poll -> dispatch on header -> expire dead peers -> heartbeat.
 
