@@ -86,9 +86,10 @@ def test_main_prints_json_and_exits_1_when_a_task_is_down(capsys):
         assert code == status.EXIT_SOME_DOWN and out["up"] == 1 and out["total"] == 2
         down = [t for t in out["tasks"] if t["state"] == "down"]
         assert down[0]["task"] == "/job:worker/task:0" and down[0]["messages_in"] is None
-        assert down[0]["direct_connections"] is None
+        assert down[0]["direct_connections"] is None and down[0]["direct_unix"] is None
         up = [t for t in out["tasks"] if t["state"] == "up"]
-        assert isinstance(up[0]["direct_connections"], int)
+        assert all(isinstance(up[0][k], int)
+                   for k in ("direct_connections", "direct_unix", "direct_rings"))
 
 
 def test_main_takes_the_cluster_from_tf_config(capsys, monkeypatch):

@@ -11,6 +11,7 @@ import pytest
 
 import zps as tf
 from zps.testing.cluster import LocalCluster
+from zps.transport import direct, shm
 from zps.transport.endpoint import default_transport
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -445,8 +446,12 @@ def test_tensors_for_the_masters_partition_come_back_on_its_run_graph_connection
                         sess.run(train)
                     got = sess.run(w)
             # What `zps status` shows: the ps serves this process's direct connections, or none.
-            direct_now = _status(ps)["direct_connections"]
+            status = _status(ps)
+            direct_now = status["direct_connections"]
             assert (direct_now >= 1) if transport == "direct" else direct_now == 0
+            # This process and the ps share the machine: Unix sockets, and rings where made.
+            assert status["direct_unix"] == (direct_now if direct.UNIX else 0)
+            assert status["direct_rings"] == (direct_now if shm.SEALS and shm.RING_BYTES else 0)
         finally:
             server.stop()
     expect = np.zeros(8, np.float64)

@@ -9,7 +9,8 @@ seconds is reported ``down`` (never a hang). Per task: up/down, incarnation (cha
 restarts), uptime, steps served, messages and bytes in/out, malformed messages received,
 requests answered with an error, and how many of the other tasks its heartbeats see down
 (``--json``: each peer's up, last_seen_s_ago and incarnation; ``direct_connections``: peers on
-direct connections, zps.transport.direct). Exits 0 when every task is up, 1
+direct connections, zps.transport.direct, of which ``direct_unix`` over Unix sockets and
+``direct_rings`` with shared-memory rings). Exits 0 when every task is up, 1
 when some task is down, 2 on a usage error.
 
 >>> rows = cluster_status({"ps": ["127.0.0.1:9"]}, timeout=0.2)   # doctest: +SKIP
@@ -96,7 +97,8 @@ def cluster_status(cluster, timeout=DEFAULT_TIMEOUT_S, transport=None):
         row = {"task": task, "address": address, "state": "down", "incarnation": None,
                "uptime_s": None, "steps_served": None, "steps_running": None, "messages": None,
                "bytes": None, "malformed": None, "errors": None, "pid": None, "reason": None,
-               "peers": None, "peers_down": None, "direct_connections": None}
+               "peers": None, "peers_down": None, "direct_connections": None,
+               "direct_unix": None, "direct_rings": None}
         try:
             remaining = max(0.1, timeout + 1.0 - (time.monotonic() - started))
             body = future.result(timeout=remaining).body
@@ -114,7 +116,8 @@ def cluster_status(cluster, timeout=DEFAULT_TIMEOUT_S, transport=None):
                    bytes=(body.get("bytes_in", 0), body.get("bytes_out", 0)),
                    malformed=body.get("malformed"),
                    errors=body.get("errors", body.get("errors_sent")),
-                   direct_connections=body.get("direct_connections"))
+                   direct_connections=body.get("direct_connections"),
+                   direct_unix=body.get("direct_unix"), direct_rings=body.get("direct_rings"))
         peers = body.get("peers")
         if isinstance(peers, dict) and peers:   # what the task's heartbeats see of the others
             row["peers"] = peers

@@ -655,12 +655,13 @@ class Server:
                       "uptime_s": time.time() - stats["started"] if "started" in stats else 0.0,
                       "errors": stats.get("errors_sent", 0),
                       "graphs_registered": len(self.worker._graphs),
-                      # Peers' direct connections (zps.transport.direct) open now.
-                      "direct_connections": len(self._bound.direct_conns)
-                      if self._bound is not None else 0,
                       "graphs_evicted": self.worker.graphs_evicted,
                       "log_lines_suppressed": _bad_tensors_log.suppressed
                       + endpoint._malformed_log.suppressed})
+        # Peers' direct connections (zps.transport.direct) open now: how many, over Unix sockets,
+        # with shared-memory rings.
+        stats.update(self._bound.direct_summary() if self._bound is not None else
+                     {"direct_connections": 0, "direct_unix": 0, "direct_rings": 0})
         stats.update(self.rendezvous.early_stats())
         # What this task's heartbeats see of the others ({} when heartbeats are off).
         heartbeats = self.heartbeats

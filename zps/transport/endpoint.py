@@ -411,6 +411,14 @@ class BoundSocket:
         """Who sent the message being handled (I/O thread, inside the handler): for logs."""
         return peer_name(*self.current)
 
+    def direct_summary(self):
+        """The direct connections open now (any thread, for status): how many, how many over a
+        Unix socket (a peer on this machine), how many with the peer's shared-memory ring open."""
+        conns = [owner.conn for owner in list(self.direct_conns)]
+        return {"direct_connections": len(conns),
+                "direct_unix": sum(c.sock.family == socket.AF_UNIX for c in conns),
+                "direct_rings": sum(c.ring_in is not None for c in conns)}
+
     def send(self, frames, error=False, count=True):
         """Send ``[identity, *frames]`` (I/O thread only); False if it was dropped. ``count``:
         whether ``stats`` count it (not the transport's own connection set-up)."""
