@@ -660,8 +660,7 @@ class Server:
                       + endpoint._malformed_log.suppressed})
         # Peers' direct connections (zps.transport.direct) open now: how many, over Unix sockets,
         # with shared-memory rings.
-        stats.update(self._bound.direct_summary() if self._bound is not None else
-                     {"direct_connections": 0, "direct_unix": 0, "direct_rings": 0})
+        stats.update(endpoint.direct_summary(self._bound))
         stats.update(self.rendezvous.early_stats())
         # What this task's heartbeats see of the others ({} when heartbeats are off).
         heartbeats = self.heartbeats

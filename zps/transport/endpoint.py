@@ -340,6 +340,16 @@ class Stats:
         return dict(self.__dict__)
 
 
+def direct_summary(bound):
+    """The direct connections ``bound`` (a BoundSocket, or None: none) serves now, for status
+    (any thread): how many, how many over a Unix socket (a peer on this machine), how many with
+    the peer's shared-memory ring open."""
+    conns = [owner.conn for owner in list(bound.direct_conns)] if bound is not None else []
+    return {"direct_connections": len(conns),
+            "direct_unix": sum(c.sock.family == socket.AF_UNIX for c in conns),
+            "direct_rings": sum(c.ring_in is not None for c in conns)}
+
+
 class Responder:
     """Answers one received request (from any thread, exactly once)."""
 
@@ -410,14 +420,6 @@ class BoundSocket:
     def peer(self):
         """Who sent the message being handled (I/O thread, inside the handler): for logs."""
         return peer_name(*self.current)
-
-    def direct_summary(self):
-        """The direct connections open now (any thread, for status): how many, how many over a
-        Unix socket (a peer on this machine), how many with the peer's shared-memory ring open."""
-        conns = [owner.conn for owner in list(self.direct_conns)]
-        return {"direct_connections": len(conns),
-                "direct_unix": sum(c.sock.family == socket.AF_UNIX for c in conns),
-                "direct_rings": sum(c.ring_in is not None for c in conns)}
 
     def send(self, frames, error=False, count=True):
         """Send ``[identity, *frames]`` (I/O thread only); False if it was dropped. ``count``:
