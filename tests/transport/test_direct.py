@@ -536,7 +536,7 @@ class FakePoller:
 def uncrowded(monkeypatch):
     """Spin tests decide for themselves whether the machine is crowded (the suite's own
     processes may crowd it)."""
-    monkeypatch.setattr(spin, "crowded", lambda now: False)
+    monkeypatch.setattr(spin, "crowded", lambda now, spare=0: False)
 
 
 def test_spin_polls_without_blocking_once_waits_are_short(uncrowded):
@@ -575,7 +575,7 @@ def test_spin_off_never_polls_without_blocking():
 
 
 def test_nobody_spins_while_the_machine_has_more_runnable_threads_than_cpus(monkeypatch):
-    monkeypatch.setattr(spin, "crowded", lambda now: True)
+    monkeypatch.setattr(spin, "crowded", lambda now, spare=0: True)
     spinner = spin.Spin(max_s=0.001)
     spinner.average = 0.0001   # waits were short: it would spin
     poller = FakePoller()
@@ -584,36 +584,122 @@ def test_nobody_spins_while_the_machine_has_more_runnable_threads_than_cpus(monk
     assert 0 not in poller.timeouts
 
 
-@pytest.mark.parametrize("loadavg, cpus, crowded", [
-    (b"0.52 0.58 0.59 4/250 1234\n", 2, True), (b"0.52 0.58 0.59 3/250 1234\n", 2, False),
-    (b"9.0 9.0 9.0 9/250 1234\n", 16, False), (b"garbage\n", 2, False), (None, 2, False)])
-def test_the_machine_is_crowded_when_threads_wait_for_its_cpus(
-        tmp_path, loadavg, cpus, crowded):
+def test_the_io_loop_spins_sparing_one_thread_waiting_for_a_cpu_and_a_caller_none(monkeypatch):
+    spared = {}
+
+    def crowded(now, spare=0):
+        spared.setdefault(threading.current_thread().name, set()).add(spare)
+        return False
+
+    monkeypatch.setattr(spin, "crowded", crowded)
+    monkeypatch.setattr(spin, "SPIN_S", 0.001)   # as on any machine of more than one CPU
+    t = endpoint.Transport()
+    try:
+        address = t.bind("127.0.0.1:0", lambda msg, r: r.reply(None)).address
+        for _ in range(200):   # quick replies: both the loop and the caller come to spin
+            t.call(address, "x", {})
+        assert spared.get(threading.current_thread().name) == {0}
+        assert spared.get(t._thread.name) == {1}
+    finally:
+        t.close()
+
+
+def _loadavg(path, running):
+    path.write_bytes(b"0.52 0.58 0.59 %d/250 1234\n" % running)
+
+
+@pytest.mark.parametrize("running, cpus, spare, crowded", [
+    (4, 2, 1, True), (4, 2, 0, True),    # two threads wait for a CPU
+    (3, 2, 1, False), (3, 2, 0, True),   # one: the I/O loop (spare=1) still spins, a caller not
+    (9, 16, 0, False)])
+def test_the_machine_is_crowded_when_more_threads_than_spared_wait_for_its_cpus(
+        tmp_path, running, cpus, spare, crowded):
     path = tmp_path / "loadavg"
-    if loadavg is not None:
-        path.write_bytes(loadavg)
+    _loadavg(path, running)
     check = spin._Crowding(str(path), cpus=cpus)
-    assert check(time.monotonic()) is crowded
-    if loadavg is not None and crowded:
-        path.write_bytes(b"0.1 0.1 0.1 1/250 1234\n")   # read again only after CROWDED_CHECK_S
-        assert check(time.monotonic()) is True
-        time.sleep(spin.CROWDED_CHECK_S * 2)
-        assert check(time.monotonic()) is False
-    if check._fd is not None:
+    try:
+        assert check(0.0, spare) is False   # one reading is not enough: threads pass by
+        assert check(check.next_check, spare) is crowded
+        assert check(check.next_check, spare) is crowded
+        _loadavg(path, 1)   # read again only CROWDED_CHECK_S after the last reading ...
+        assert check(check.next_check - 1e-6, spare) is crowded
+        assert check(check.next_check, spare) is False   # ... and then no longer crowded
+    finally:
         os.close(check._fd)
+
+
+def test_a_thread_passing_by_does_not_make_the_machine_crowded(tmp_path):
+    path = tmp_path / "loadavg"
+    _loadavg(path, 2)
+    check = spin._Crowding(str(path), cpus=2)
+    try:
+        for running in (2, 5, 2, 5, 2):   # one reading in two sees threads waiting
+            _loadavg(path, running)
+            assert check(check.next_check, 0) is False
+    finally:
+        os.close(check._fd)
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", None])
+def test_the_machine_is_never_crowded_where_its_run_queue_cannot_be_read(tmp_path, content):
+    path = tmp_path / "loadavg"
+    if content is not None:
+        path.write_bytes(content)
+    check = spin._Crowding(str(path), cpus=1)
+    for _ in range(3):
+        assert check(check.next_check, 0) is False
+    assert check._fd is None   # and it stops trying
 
 
 def _policy_of(thread):
     return os.sched_getscheduler(thread.native_id)
 
 
+def _in_thread_of_its_own(fn):
+    """``fn()``'s result, run in a new thread that starts under SCHED_OTHER (this one may not:
+    the policy goes with the thread, and a thread that ran steps is batch)."""
+    seen = {}
+
+    def run():
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        try:
+            seen["result"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test's thread
+            seen["error"] = e
+
+    th = threading.Thread(target=run)
+    th.start()
+    th.join(timeout=20)
+    assert not th.is_alive()
+    if "error" in seen:
+        raise seen["error"]
+    return seen["result"]
+
+
 @pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
-def test_the_io_thread_is_scheduled_as_a_batch_thread():
-    t = endpoint.Transport()
+@pytest.mark.parametrize("setting", [True, False])
+def test_the_io_thread_and_a_thread_calling_on_its_own_sockets_are_batch_threads(
+        monkeypatch, setting):
+    monkeypatch.setattr(spin, "BATCH", setting)   # False: ZPS_SCHED_BATCH=0
+    # made by a thread of the default policy (its threads inherit its policy)
+    t = _in_thread_of_its_own(endpoint.Transport)
     try:
-        t.request(t.bind("127.0.0.1:0", lambda msg, r: r.reply(None)).address, "x", {}).result(5)
-        assert _policy_of(t._thread) == os.SCHED_BATCH
-        assert _policy_of(threading.current_thread()) == os.SCHED_OTHER   # the caller's is its own
+        address = t.bind("127.0.0.1:0", lambda msg, r: r.reply(None)).address
+
+        def call(use_caller):
+            # a request through the I/O thread leaves the calling thread's policy alone; a call
+            # on the thread's own sockets (a Caller, as a session's step makes) makes it batch
+            if use_caller:
+                assert t.call(address, "x", {}).kind == protocol.REPLY
+                assert t._local.caller is not None
+            else:
+                t.request(address, "x", {}).result(5)
+            return os.sched_getscheduler(0)
+
+        batch = os.SCHED_BATCH if setting else os.SCHED_OTHER
+        assert _in_thread_of_its_own(lambda: call(False)) == os.SCHED_OTHER
+        assert _policy_of(t._thread) == batch
+        assert _in_thread_of_its_own(lambda: call(True)) == batch
     finally:
         t.close()
 
@@ -623,20 +709,15 @@ def test_the_io_thread_is_scheduled_as_a_batch_thread():
     (True, "SCHED_OTHER", "SCHED_BATCH", True),
     (False, "SCHED_OTHER", "SCHED_OTHER", False),   # ZPS_SCHED_BATCH=0
     (True, "SCHED_IDLE", "SCHED_IDLE", False)])      # a policy someone chose is kept
-def test_serve_in_batch_takes_batch_scheduling_only_from_the_default_policy(
+def test_run_in_batch_takes_batch_scheduling_only_from_the_default_policy(
         monkeypatch, setting, before, after, result):
     monkeypatch.setattr(spin, "BATCH", setting)
-    seen = {}
 
-    def thread():   # a thread of its own: its policy goes with it
+    def thread():
         os.sched_setscheduler(0, getattr(os, before), os.sched_param(0))
-        seen["result"] = spin.serve_in_batch()
-        seen["policy"] = os.sched_getscheduler(0)
+        return spin.run_in_batch(), os.sched_getscheduler(0)
 
-    th = threading.Thread(target=thread)
-    th.start()
-    th.join(timeout=10)
-    assert seen == {"result": result, "policy": getattr(os, after)}
+    assert _in_thread_of_its_own(thread) == (result, getattr(os, after))
 
 
 def test_batch_scheduling_from_the_environment():

@@ -77,13 +77,14 @@ class Caller:
     ``Transport.caller()``."""
 
     def __init__(self, ctx, curve, ids, transport):
-        self.thread = threading.current_thread()
+        self.thread = threading.current_thread()   # made by the thread that owns it
+        spin.run_in_batch()
         self._ctx, self._curve, self._ids = ctx, curve, ids
         self._transport = transport   # its direct_ok and direct_ports
         self._channels = {}    # address -> _Channel
         self._owners = {}      # socket -> (channel, is its monitor, or _DIRECT)
         self._poller = zmq.Poller()
-        self._spin = spin.Spin()
+        self._spin = spin.Spin()   # spares no thread waiting for a CPU (see Spin)
         self._items = collections.deque()
         self._lock = threading.Lock()   # orders put/shutdown against the owner's waits and close
         self._blocked = False   # the owner waits in poll: a put must wake it

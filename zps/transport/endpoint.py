@@ -1053,9 +1053,9 @@ class Transport:
 
     # -- I/O thread ------------------------------------------------------------------------------
     def _loop(self):
-        spin.serve_in_batch()
+        spin.run_in_batch()
         next_check = time.monotonic()
-        spinner = spin.Spin()
+        spinner = spin.Spin(spare=1)   # every peer waits on this loop
         try:
             while not self._closed:
                 events = dict(spinner.poll(self._poller, POLL_INTERVAL_MS))
