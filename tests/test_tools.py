@@ -39,6 +39,11 @@ def test_steady_rate_counts_steps_while_every_worker_trains():
     # bench_scaling's window is set in advance: steps that ended in (t0, t1] only.
     assert bench_scaling._rate_between([a, b], 5.0, 10.0) == pytest.approx(15 / 5.0)
     assert bench_scaling._rate_between([a, b], 9.5, 10.0) == pytest.approx(2 / 0.5)
+    # how evenly the workers shared that window: the fewest steps over the most
+    assert bench_scaling._evenness([a, b], 5.0, 10.0) == pytest.approx(5 / 10)
+    assert bench_scaling._evenness([a], 5.0, 10.0) == 1.0
+    assert bench_scaling._evenness([a, b], 15.0, 20.0) == 0.0   # A had stopped
+    assert bench_scaling._evenness([a], 30.0, 40.0) == 0.0      # nobody trained
 
 
 def test_summarize_transfer_and_startup():
@@ -115,6 +120,8 @@ def test_bench_scaling_quick_prints_all_three_tables():
     assert report["vars"][0]["vs_one"] == 1.0
     assert [row["workers"] for row in report["workers"]] == bench_scaling.QUICK["workers"]
     assert max(row["vs_best"] for row in report["workers"]) == 1.0
+    assert all(0.0 <= row["evenness"] <= 1.0 for row in report["workers"])
+    assert report["workers"][0]["evenness"] == 1.0   # one worker
 
 
 def test_cpu_sampler_interpolates_per_role_and_refuses_windows_it_did_not_see():

@@ -183,14 +183,25 @@ def run_worker(spec, index, ready_file):
     print(RESULT_MARK + json.dumps({"ends": ends}), flush=True)
 
 
+def _counts_between(all_ends, t0, t1):
+    return [sum(1 for e in ends if t0 < e <= t1) for ends in all_ends]
+
+
 def _rate_between(all_ends, t0, t1):
     """Steps of all workers that ended in (t0, t1], per second."""
-    return sum(1 for ends in all_ends for e in ends if t0 < e <= t1) / (t1 - t0)
+    return sum(_counts_between(all_ends, t0, t1)) / (t1 - t0)
+
+
+def _evenness(all_ends, t0, t1):
+    """How evenly the workers shared the window (t0, t1]: the fewest steps a worker made in it
+    over the most (1.0: all alike; 0.0: one made none)."""
+    counts = _counts_between(all_ends, t0, t1)
+    return min(counts) / max(counts) if max(counts) else 0.0
 
 
 def _workers_rate(num_workers, seconds):
-    """Updates per second while all ``num_workers`` train: every worker has made its first
-    step before the timed window starts, and each trains until the window has ended."""
+    """(Updates per second, ``_evenness``) while all ``num_workers`` train: every worker has
+    made its first step before the timed window starts, and each trains until it has ended."""
     from zps.testing.cluster import LocalCluster
     workers = [("worker", i) for i in range(num_workers)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get(
@@ -231,7 +242,7 @@ def _workers_rate(num_workers, seconds):
                 if p.poll() is None:
                     p.kill()
                 p.wait(timeout=30)
-    return _rate_between(ends, t0, t1)
+    return _rate_between(ends, t0, t1), _evenness(ends, t0, t1)
 
 
 def bench_workers(counts, seconds, rounds, log):
@@ -239,13 +250,17 @@ def bench_workers(counts, seconds, rounds, log):
     the median rate of each (a cluster's rate moves by 10% and more from one start to the
     next on a small shared machine)."""
     samples = {k: [] for k in counts}
+    evenness = {k: [] for k in counts}
     for r in range(rounds):
         for k in (counts if r % 2 == 0 else counts[::-1]):
-            samples[k].append(_workers_rate(k, seconds))
-            log("workers %s" % json.dumps({"workers": k, "round": r + 1,
-                                            "updates_per_s": samples[k][-1]}))
+            rate, even = _workers_rate(k, seconds)
+            samples[k].append(rate)
+            evenness[k].append(even)
+            log("workers %s" % json.dumps({"workers": k, "round": r + 1, "updates_per_s": rate,
+                                            "evenness": even}))
     rows = [{"workers": k, "updates_per_s": statistics.median(samples[k]),
-             "samples": samples[k]} for k in counts]
+             "samples": samples[k], "evenness": statistics.median(evenness[k]),
+             "evenness_samples": evenness[k]} for k in counts]
     best = max(r["updates_per_s"] for r in rows)
     for r in rows:
         r["vs_best"] = r["updates_per_s"] / best
@@ -272,9 +287,10 @@ def print_table(report):
         print("%10d %10.2f %7.2fx" % (r["variables"], r["step_ms"], r["vs_one"]))
     if report["workers"]:
         print("\nworkers against one ps (scalar model, async)")
-        print("%8s %12s %8s" % ("workers", "updates/s", "vs best"))
+        print("%8s %12s %8s %12s" % ("workers", "updates/s", "vs best", "fewest/most"))
     for r in report["workers"]:
-        print("%8d %12.0f %7.0f%%" % (r["workers"], r["updates_per_s"], 100 * r["vs_best"]))
+        print("%8d %12.0f %7.0f%% %12.2f" % (r["workers"], r["updates_per_s"], 100 * r["vs_best"],
+                                             r["evenness"]))
 
 
 def main(argv=None):
