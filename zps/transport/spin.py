@@ -21,7 +21,8 @@ CROWDED_CHECK_S = 0.005   # how often a spinning process looks at the machine's 
 
 def batch_from_env(text=None):
     """Whether the transport's threads take Linux's SCHED_BATCH (``ZPS_SCHED_BATCH``: 1, the
-    default, or 0): its I/O thread and each thread with connections of its own (``run_in_batch``)."""
+    default, or 0): its I/O thread and each thread with connections of its own
+    (``run_in_batch``)."""
     text = (os.environ.get("ZPS_SCHED_BATCH", "") if text is None else text).strip()
     if text not in ("", "0", "1"):
         raise ValueError("ZPS_SCHED_BATCH must be 1 (the transport's I/O thread and the threads "
@@ -73,10 +74,10 @@ class _Crowding:
     counts, so that a thread passing by does not stop everyone's spinning for a while: one
     worker and a ps on 2 vCPUs, 4,277 against 4,039 updates/s, 5 alternations);
     ``crowded(now, spare)``: more than ``spare`` of them. A thread spinning on a crowded machine
-    holds a CPU that another needs, perhaps the very peer it waits for: 8 worker processes and a ps on 2 vCPUs
-    (tools/bench_scaling.py, 5 alternated runs of each) made a median 2,280 updates/s spinning
-    whatever the machine did, 2,643 not spinning while crowded, 2,362 never spinning. Never
-    crowded where the count cannot be read."""
+    holds a CPU that another needs, perhaps the very peer it waits for: 8 worker processes and a
+    ps on 2 vCPUs (tools/bench_scaling.py, 5 alternated runs of each) made a median 2,280
+    updates/s spinning whatever the machine did, 2,643 not spinning while crowded, 2,362 never
+    spinning. Never crowded where the count cannot be read."""
 
     def __init__(self, path="/proc/loadavg", cpus=None):
         self.cpus = cpus or os.cpu_count() or 1
