@@ -78,7 +78,9 @@ def test_regularizers_land_in_the_regularization_losses():
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             values = sess.run(tf.losses.get_regularization_losses())
-    assert sorted(values) == [3.0, 3.0]   # 0.5 * 6 ones; the outputs' mean (3 each)
+    # 0.5 * 6 ones; the outputs' mean (3) per example (TF1's Layer divides by the batch, 2),
+    # as TensorFlow 2.21 (tf_keras) computes
+    assert sorted(values) == [1.5, 3.0]
 
 
 def test_dropout_only_while_training():
@@ -348,3 +350,168 @@ def test_conv_layer_objects_share_their_variables_across_calls():
             a, b = sess.run([first, second])
     assert a.shape == (2, 8, 8, 2)
     np.testing.assert_array_equal(a, b)
+
+
+# -- layer objects: tf.layers.Layer, Dense, Dropout, Flatten, pooling ----------------------------
+class CountedLayer(tf.layers.Layer):
+    """A user layer: a trainable kernel (``add_variable``), a non-trainable counter moved by an
+    update, the variable scope handed to ``call``."""
+
+    def build(self, input_shape):
+        self.kernel = self.add_variable("kernel", [input_shape[-1].value, 2],
+                                        initializer=tf.constant_initializer([[1.0, 2.0]] * 3))
+        self.count = self.add_weight("count", [], trainable=False,
+                                     initializer=tf.zeros_initializer())
+        super().build(input_shape)
+
+    def call(self, inputs, scope=None):
+        self.seen_scope = scope.name
+        self.add_update(tf.assign_add(self.count, 1.0))
+        return tf.matmul(inputs, self.kernel)
+
+
+def test_layer_subclass_builds_once_and_shares_its_variables():
+    with tf.Graph().as_default():
+        layer = CountedLayer()
+        assert (layer.name, layer.built, layer.dtype, layer.variables) == (
+            "counted_layer", False, None, [])
+        with pytest.raises(ValueError, match="has not been used yet"):
+            print(layer.scope_name)
+        x = tf.placeholder(tf.float32, [None, 3])
+        a, b = layer(x), layer.apply(x * 2)
+        assert (layer.scope_name, layer.seen_scope, layer.dtype) == (
+            "counted_layer", "counted_layer", "float32")
+        assert [v.name for v in layer.weights] == ["counted_layer/kernel:0", "counted_layer/count:0"]
+        assert [v.name for v in layer.trainable_variables] == ["counted_layer/kernel:0"]
+        assert [v.name for v in layer.non_trainable_weights] == ["counted_layer/count:0"]
+        assert [v.name for v in tf.trainable_variables()] == ["counted_layer/kernel:0"]
+        assert (a.op.name, b.op.name) == ("counted_layer/MatMul", "counted_layer/MatMul_1")
+        assert layer.updates == tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        assert [u.type for u in layer.updates] == ["AssignAdd", "AssignAdd"]
+        assert layer.count_params() == 7
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run([a, b] + layer.updates, {x: np.ones((1, 3), np.float32)})
+    np.testing.assert_array_equal(got[0], [[3.0, 6.0]])
+    np.testing.assert_array_equal(got[1], [[6.0, 12.0]])
+
+
+def test_layer_names_scopes_dtypes_and_trainability():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        first, second = tf.layers.Dense(2, name="fc"), tf.layers.Dense(2, name="fc")
+        first(x), second(x)
+        assert (first.scope_name, second.scope_name) == ("fc", "fc_1")   # made unique
+        with tf.variable_scope("outer"):
+            inner = tf.layers.Dense(2)
+            inner(x)
+        with tf.variable_scope("elsewhere"):
+            again = inner(x)   # the captured scope, not a new one
+        assert (inner.scope_name, inner.name, again.op.name) == ("outer/dense", "dense",
+                                                                 "outer/dense/BiasAdd_1")
+        frozen = tf.layers.Dense(3, trainable=False)
+        frozen(x)
+        assert frozen.trainable_weights == [] and frozen.count_params() == 12
+        assert [v.name for v in frozen.non_trainable_variables] == ["dense/kernel:0",
+                                                                   "dense/bias:0"]
+        assert "dense/kernel:0" not in [v.name for v in tf.trainable_variables()]
+        wide = tf.layers.Dense(3, dtype=tf.float64)
+        assert wide(tf.zeros([2, 2], tf.float64)).dtype == tf.float64
+        assert (wide.dtype, wide.kernel.dtype.base_dtype) == ("float64", tf.float64)
+        inferred = tf.layers.Dense(3)
+        inferred(tf.zeros([2, 2], tf.float64))
+        assert inferred.bias.dtype.base_dtype == tf.float64
+        raw = tf.layers.Layer(name="raw")
+        assert raw(x) is x and raw.scope_name == "raw" and raw.weights == []
+
+
+def test_dense_layer_object_computes_and_checks_its_inputs():
+    kernel = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    x = np.array([[1.0, -2.0, 0.5], [0.0, 1.0, 3.0]], np.float32)
+    with tf.Graph().as_default():
+        layer = tf.layers.Dense(2, activation=tf.nn.relu, kernel_initializer=tf.constant_initializer(
+            kernel), bias_initializer=tf.constant_initializer([0.5, -20.0]))
+        y, y3 = layer(x), layer(np.stack([x, 2 * x]))
+        assert y3.get_shape().as_list() == [2, 2, 2]
+        assert len(tf.global_variables()) == 2
+        with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 3"):
+            layer(tf.zeros([2, 5]))
+        with pytest.raises(ValueError, match='layer "dense_1" is incompatible with the layer: '
+                                             'expected min_ndim=2, found ndim=1'):
+            tf.layers.Dense(2)(tf.zeros([3]))
+        with pytest.raises(TypeError, match="floating-point inputs, got int32"):
+            tf.layers.Dense(2)(tf.zeros([2, 2], tf.int32))
+        with pytest.raises(ValueError, match="expected a positive integer"):
+            tf.layers.Dense(0)
+        with pytest.raises(TypeError, match="Keyword argument not understood: 'kernel_size'"):
+            tf.layers.Dense(2, kernel_size=3)
+        with pytest.raises(ValueError, match="isn't built"):
+            tf.layers.Dense(2).count_params()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got, got3 = sess.run([y, y3])
+    np.testing.assert_allclose(got, np.maximum(x @ kernel + [0.5, -20.0], 0), rtol=1e-6)
+    np.testing.assert_allclose(got3[1], np.maximum(2 * x @ kernel + [0.5, -20.0], 0), rtol=1e-6)
+
+
+def test_layer_losses_are_per_layer_and_in_the_collection():
+    with tf.Graph().as_default():
+        layer = tf.layers.Dense(2, kernel_initializer=tf.ones_initializer(),
+                                kernel_regularizer=lambda w: 0.5 * tf.reduce_sum(w),
+                                activity_regularizer=lambda y: tf.reduce_sum(y))
+        layer(tf.ones([2, 3])), layer(tf.ones([4, 3]))
+        assert [t.op.name for t in layer.losses] == [
+            "dense/kernel/Regularizer/mul", "dense/ActivityRegularizer/truediv",
+            "dense/ActivityRegularizer_1/truediv"]
+        assert tf.losses.get_regularization_losses() == layer.losses
+        layer.add_loss(lambda: tf.constant(7.0))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            values = sess.run(layer.losses)
+    assert values == [3.0, 6.0, 6.0, 7.0]   # activity: the sum (12 or 24) over the batch
+
+
+def test_dropout_flatten_and_pooling_layer_objects():
+    x = np.arange(32.0, dtype=np.float32).reshape(1, 4, 4, 2)
+    with tf.Graph().as_default():
+        training = tf.placeholder(tf.bool, [])
+        drop = tf.layers.Dropout(0.5, seed=1)
+        off, switched = drop(x), drop(x, training=training)
+        assert (drop.rate, drop.noise_shape, drop.seed, off.op.name) == (0.5, None, 1,
+                                                                         "dropout/Identity")
+        flat = tf.layers.Flatten()(x)
+        pools = [tf.layers.MaxPooling2D(2, 2), tf.layers.AveragePooling2D((2, 1), 1, "same"),
+                 tf.layers.MaxPooling1D(3, 1), tf.layers.AveragePooling1D(2, 2),
+                 tf.layers.MaxPooling3D(2, 1), tf.layers.AveragePooling3D(2, (1, 1, 2))]
+        inputs = [x, x, x[:, 0], x[:, 0], x[..., None], x[..., None]]
+        outs = [p(i) for p, i in zip(pools, inputs)]
+        assert [p.name for p in pools] == ["max_pooling2d", "average_pooling2d", "max_pooling1d",
+                                           "average_pooling1d", "max_pooling3d",
+                                           "average_pooling3d"]
+        assert (pools[1].pool_size, pools[1].strides, pools[1].padding) == ((2, 1), (1, 1),
+                                                                            "same")
+        functional = tf.layers.max_pooling2d(x, 2, 2)
+        with pytest.raises(ValueError, match="expected ndim=4, found ndim=3"):
+            tf.layers.MaxPooling2D(2, 2)(x[0])
+        with pytest.raises(ValueError, match="`strides` must not be None"):
+            tf.layers.AveragePooling1D(2, None)
+        with pytest.raises(ValueError, match=r"rate must be in \[0, 1\)"):
+            tf.layers.Dropout(1.5)
+        with pytest.raises(ValueError, match="channels_last"):
+            tf.layers.Flatten(data_format="channels_first")
+        with tf.Session() as sess:
+            got = sess.run([off, flat, functional] + outs)
+            kept = sess.run(switched, {training: True})
+            np.testing.assert_array_equal(sess.run(switched, {training: False}), x)
+    np.testing.assert_array_equal(got[0], x)
+    np.testing.assert_array_equal(got[1], x.reshape(1, 32))
+    np.testing.assert_array_equal(got[2], got[3])
+    np.testing.assert_array_equal(got[3], x.reshape(1, 2, 2, 2, 2, 2).max(axis=(2, 4)))
+    np.testing.assert_array_equal(got[4][:, :3], (x[:, :3] + x[:, 1:]) / 2)   # "same" edge: x
+    np.testing.assert_array_equal(got[4][:, 3], x[:, 3])
+    np.testing.assert_array_equal(got[5], np.stack([x[:, 0, i:i + 3].max(1) for i in range(2)],
+                                                   1))
+    np.testing.assert_array_equal(got[6], x[:, 0].reshape(1, 2, 2, 2).mean(2))
+    assert got[7].shape == (1, 3, 3, 1, 1) and got[8].shape == (1, 3, 3, 1, 1)
+    np.testing.assert_array_equal(got[7][0, :, :, 0, 0], x[0, 1:, 1:, 1])
+    assert set(np.unique(kept[kept != 0] / x[kept != 0])) == {2.0}

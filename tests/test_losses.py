@@ -76,6 +76,26 @@ def test_loss_collection_none_and_get_total_loss_without_losses():
         assert tf.Session().run(tf.losses.get_regularization_loss()) == 0.0
 
 
+def test_sparse_labels_and_weights_of_shape_n_1_are_squeezed():
+    # TensorFlow 2.21's tf.compat.v1.losses printed these for the same program.
+    with tf.Graph().as_default():
+        logits = tf.constant([[0.8, 0.3], [0.4, 0.6], [0.2, 0.9]])
+        labels = [[0], [1], [1]]
+        losses = [
+            tf.losses.sparse_softmax_cross_entropy(labels, logits),
+            tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=[1.0, 0.0, 2.0]),
+            tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=[[1.0], [0.0], [2.0]]),
+            tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=2),
+            tf.losses.sparse_softmax_cross_entropy(labels, logits,
+                                                   reduction=tf.losses.Reduction.NONE),
+        ]
+        assert losses[-1].get_shape().as_list() == [3]
+        values = tf.Session().run(losses)
+    for got, want in zip(values, [0.49180064, 0.6402246, 0.6402246, 0.98360128,
+                                  [0.474077, 0.59813887, 0.40318608]]):
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+
+
 def test_bad_arguments_say_what_is_wrong():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match="Invalid Reduction Key bogus"):

@@ -36,18 +36,22 @@ from zps.ops.partition_ops import *  # noqa: F403
 from zps.ops.sparse_ops import *  # noqa: F403
 from zps.ops.linalg_ops import *  # noqa: F403
 from zps.ops.string_ops import *  # noqa: F403
+from zps.ops.parsing_ops import *  # noqa: F403
 from zps.ops.reader_ops import *  # noqa: F403
 from zps.ops.script_ops import *  # noqa: F403
 from zps.ops.logging_ops import *  # noqa: F403
 from zps.ops.logging_ops import print_v2 as print  # tf.print
 from zps.ops.resources import *  # noqa: F403
 from zps.ops.gradients_impl import gradients
+from zps.ops.confusion_matrix import confusion_matrix
+from zps.framework.default_session import get_default_session
+from zps.ops.summary_proto import Event, HistogramProto, SessionLog, Summary, SummaryMetadata
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
 from zps import (app, compat, contrib, data, distribute, estimator, feature_column, flags, gfile,
-                 image, layers, linalg, logging, losses, metrics, nn, python_io, sparse, summary,
-                 test, train)
+                 image, io, layers, linalg, logging, losses, metrics, nn, python_io, sparse,
+                 summary, test, train)
 from zps.framework.v2_compat import *  # noqa: F403
 from zps.logging import get_logger
 from zps.ops.image_ops import random_crop

@@ -1,16 +1,22 @@
 """``tf.summary``: summary ops and a FileWriter that writes TensorBoard event files.
 
-The ops (``scalar``, ``histogram``, ``merge``, ``merge_all``) live in zps/ops/summary_ops.py and
-need nothing beyond numpy. ``FileWriter`` writes real TensorBoard event files through the
-optional ``tensorboardX`` package (``pip install "zps[summary]"``), imported only when a writer is
-created.
+The ops (``scalar``, ``histogram``, ``image``, ``text``, ``tensor_summary``, ``merge``,
+``merge_all``) live in zps/ops/summary_ops.py and output serialized ``tf.Summary`` protos
+(zps/ops/summary_proto.py); both need nothing beyond numpy. ``FileWriter`` writes real TensorBoard
+event files through the optional ``tensorboardX`` package (``pip install "zps[summary]"``),
+imported only when a writer is created; ``summary_iterator`` reads them back without it.
 
->>> import tempfile, zps as tf
+>>> import os, tempfile, zps as tf
+>>> logdir = tempfile.mkdtemp()
 >>> with tf.Graph().as_default():
 ...     _ = scalar("loss", tf.constant(0.25))
 ...     merged = merge_all()
-...     with tf.Session() as sess, FileWriter(tempfile.mkdtemp()) as writer:
+...     with tf.Session() as sess, FileWriter(logdir) as writer:
 ...         writer.add_summary(sess.run(merged), global_step=1)
+...         writer.add_summary(tf.Summary(value=[tf.Summary.Value(tag="acc", simple_value=0.5)]), 1)
+>>> [(e.step, v.tag, v.simple_value) for name in os.listdir(logdir)
+...  for e in summary_iterator(os.path.join(logdir, name)) for v in e.summary.value]
+[(1, 'loss', 0.25), (1, 'acc', 0.5)]
 """
 
 import itertools
@@ -20,10 +26,23 @@ import threading
 
 import numpy as np
 
+from zps import python_io
 from zps.framework.graph import get_default_graph
-from zps.ops.summary_ops import decode_summary, histogram, merge, merge_all, scalar
+from zps.framework.protobuf import Message
+from zps.ops.summary_ops import (
+    _parse_summary,
+    histogram,
+    image,
+    merge,
+    merge_all,
+    scalar,
+    tensor_summary,
+    text,
+)
+from zps.ops.summary_proto import Event, SessionLog, Summary
 
-__all__ = ["scalar", "histogram", "merge", "merge_all", "FileWriter", "FileWriterCache"]
+__all__ = ["Event", "FileWriter", "FileWriterCache", "SessionLog", "Summary", "histogram", "image",
+           "merge", "merge_all", "scalar", "tensor_summary", "text"]
 
 _logger = logging.getLogger("zps.summary")
 _INSTALL_HINT = 'pip install "zps[summary]"'
@@ -47,21 +66,30 @@ def _step(global_step):
     return None if global_step is None else int(np.asarray(global_step))
 
 
+def _pb2(pb2_class, message):
+    """``message`` as the tensorboardX proto class ``pb2_class``: a zps message (tf.Summary ...)
+    goes over as its bytes, which are TensorFlow's; a tensorboardX proto is returned as is."""
+    if isinstance(message, Message):
+        return pb2_class.FromString(message.SerializeToString())
+    return message
+
+
 def _summary_proto(summary_pb2, summary):
-    """A tensorboardX Summary proto from a serialized zps summary (bytes/str/numpy scalar), a
-    list of value dicts, or a Summary proto (returned as is)."""
-    if hasattr(summary, "SerializeToString"):
-        return summary
-    values = summary if isinstance(summary, list) else decode_summary(summary)
-    proto = summary_pb2.Summary()
-    for value in values:
-        if "simple_value" in value:
-            proto.value.add(tag=value["tag"], simple_value=value["simple_value"])
-        elif "histo" in value:
-            proto.value.add(tag=value["tag"], histo=summary_pb2.HistogramProto(**value["histo"]))
-        else:
-            raise ValueError("summary value %r has neither simple_value nor histo" % (value,))
-    return proto
+    """A tensorboardX Summary proto from a tf.Summary, a summary op's fetched value (bytes or a
+    numpy string scalar), or a tensorboardX Summary proto."""
+    if isinstance(summary, (bytes, bytearray, np.ndarray)):
+        summary = _parse_summary(summary, "FileWriter.add_summary")  # a clear error for bad bytes
+    elif not isinstance(summary, Message) and not hasattr(summary, "SerializeToString"):
+        raise TypeError("FileWriter.add_summary takes a tf.Summary or the serialized summary a "
+                        "summary op returns (bytes), got %s" % type(summary).__name__)
+    return _pb2(summary_pb2.Summary, summary)
+
+
+def summary_iterator(path):
+    """Yield the tf.Event records of the event file ``path`` (TF1's tf.train.summary_iterator);
+    ``event.summary.value`` holds tf.Summary.Value protos."""
+    for record in python_io.tf_record_iterator(path):
+        yield Event.FromString(record)
 
 
 def _graph_def_proto(graph_pb2, node_def_pb2, graph):
@@ -108,18 +136,21 @@ class FileWriter:
         return self._logdir
 
     def add_summary(self, summary, global_step=None):
-        """Write ``summary`` (a summary op's fetched value, or a Summary proto) at ``global_step``."""
+        """Write ``summary`` (a summary op's fetched value, or a tf.Summary) at ``global_step``."""
         self._writer.add_summary(_summary_proto(self._summary_pb2, summary), _step(global_step))
 
     def add_session_log(self, session_log, global_step=None):
-        """Write a SessionLog (a proto, or a status name: "START", "STOP" or "CHECKPOINT")."""
+        """Write a tf.SessionLog (or a status name: "START", "STOP" or "CHECKPOINT")."""
         if isinstance(session_log, str):
-            session_log = self._event_pb2.SessionLog(
-                status=getattr(self._event_pb2.SessionLog, session_log.upper()))
+            session_log = SessionLog(status=getattr(SessionLog, session_log.upper()))
+        session_log = _pb2(self._event_pb2.SessionLog, session_log)
         self.add_event(self._event_pb2.Event(session_log=session_log), _step(global_step))
 
     def add_event(self, event, step=None):
-        self._writer.add_event(event, step)
+        """Write a tf.Event as is (its wall time set to now when unset; its step to ``step``
+        when given)."""
+        event = _pb2(self._event_pb2.Event, event)
+        self._writer.add_event(event, step, walltime=event.wall_time or None)
 
     def add_graph(self, graph, global_step=None, graph_def=None):
         """Write ``graph`` (a tf.Graph) for TensorBoard's graph view. A zps graph_def (plain data)

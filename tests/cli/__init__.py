@@ -39,11 +39,17 @@ def run(cmd, timeout=60, env=None):
 
 
 def alive(pid):
+    """Whether process ``pid`` still runs. A zombie does not: an orphan that died waits for an
+    init that may never reap it (as in some containers)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return not os.path.isdir("/proc/self")   # gone, unless there is no /proc at all
 
 
 def wait_for_files(paths, timeout=30):

@@ -11,7 +11,7 @@ import pytest
 
 import zps as tf
 from tests.cli import alive, cli, kill_pids, run, running, wait_for_files
-from zps.cli import common
+from zps.cli import common, launch
 from zps.cli import main as zps_main
 from zps.cli.launch import Launcher
 
@@ -125,6 +125,56 @@ def test_launcher_plans_one_address_per_task_and_the_commands():
         launcher.cluster, "worker", 2) + ["--lr", "1"]
     with pytest.raises(ValueError, match="--workers must be at least 1"):
         Launcher("train.py", num_workers=0)
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--threads_per_task", "-3", "must be at least 1, got -3"),
+    ("--threads_per_task", "0", "must be at least 1, got 0"),
+    ("--start_timeout_secs", "-1", "must be greater than 0, got -1.0"),
+    ("--start_timeout_secs", "0", "must be greater than 0, got 0.0"),
+    ("--max_restarts", "-1", "must be at least 0, got -1"),
+    ("--grace_period_secs", "-5", "must be at least 0, got -5.0"),
+    ("--grace_period_secs", "nan", "must be at least 0, got nan"),
+    ("--restart_backoff_secs", "-0.5", "must be at least 0, got -0.5"),
+    ("--progress_secs", "-1", "must be at least 0, got -1.0"),
+    ("--ps", "-1", "must be at least 0, got -1"),
+    ("--workers", "0", "must be at least 1, got 0"),
+    ("--gpus-per-worker", "-2", "must be at least 0, got -2"),
+    ("--ps", "two", "'two' is not an integer"),
+    ("--grace_period_secs", "soon", "'soon' is not a number"),
+])
+def test_launch_rejects_numbers_out_of_range(tmp_path, capsys, flag, value, message):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    with pytest.raises(SystemExit) as info:
+        launch.main([flag, value, str(script)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "zps-launch: error: argument %s" % flag in err and ": %s\n" % message in err, err
+
+
+def test_launcher_checks_its_numbers_too():
+    with pytest.raises(ValueError, match=r"--threads_per_task must be at least 1, got 0"):
+        Launcher("train.py", threads_per_task=0)
+    with pytest.raises(ValueError, match=r"--start_timeout_secs must be greater than 0, got -1"):
+        Launcher("train.py", start_timeout_secs=-1)
+    with pytest.raises(ValueError, match=r"--max_restarts must be at least 0, got -1"):
+        Launcher("train.py", max_restarts=-1)
+
+
+@pytest.mark.parametrize("host, why", [
+    ("nosuchhost.invalid", "cannot bind nosuchhost.invalid: it does not resolve"),
+    ("10.255.255.1", "cannot bind 10.255.255.1: it is not an address of this host"),
+])
+def test_launch_names_a_host_it_cannot_bind(tmp_path, capsys, host, why):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    assert launch.main(["--host", host, "--ps", "1", str(script)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zps-launch: " + why) and err.count("\n") == 1, err
+    assert "--host must be an address of this machine" in err
+    with pytest.raises(OSError, match=why):
+        Launcher(str(script), host=host)
 
 
 def test_zps_command_dispatches(capsys):
@@ -255,7 +305,7 @@ def test_launch_reports_a_missing_script_and_bad_counts(tmp_path):
     assert code == 2 and "no such script" in err
     (tmp_path / "s.py").write_text("")
     code, _, err = run(cli("launch", "--workers", 0, str(tmp_path / "s.py")))
-    assert code == 2 and "--workers must be at least 1" in err
+    assert code == 2 and "argument --workers: must be at least 1, got 0" in err
     assert os.path.exists(tmp_path / "s.py")
 
 

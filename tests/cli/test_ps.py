@@ -44,6 +44,14 @@ def test_resolve_task_from_tf_config_and_flags_win(monkeypatch):
     (None, dict(ps_hosts="p0:1", task_index=2), "job 'ps' has no task 2"),
     (None, dict(ps_hosts="p0:1", job_name="worker"), "the cluster has no job 'worker'"),
     (None, dict(ps_hosts="p0", worker_hosts="w:1"), "'p0' is not of the form 'host:port'"),
+    (None, dict(ps_hosts="127.0.0.1"),
+     "--ps_hosts (host 1) '127.0.0.1' is not of the form 'host:port' (e.g. 'localhost:2222'"),
+    (None, dict(ps_hosts="p:1", worker_hosts="w:2,w:3,w"), "--worker_hosts (host 3) 'w' is not of"),
+    (None, dict(ps_hosts="127.0.0.1:99999"),
+     "--ps_hosts (host 1) '127.0.0.1:99999' is not a valid 'host:port': port 99999 is out of "
+     "range (0-65535)"),
+    (None, dict(ps_hosts="p:1,p:1234567"),
+     "--ps_hosts (host 2) 'p:1234567' is not a valid 'host:port': port 1234567 is out of range"),
     (None, dict(ps_hosts=" , "), "names no host:port"),
     ("{bad", {}, "TF_CONFIG is not valid JSON"),
 ])
@@ -86,6 +94,44 @@ def test_zps_ps_serves_a_session_and_stops_cleanly(how, sig):
     assert proc.returncode == 0, err
     assert "serving /job:ps/task:0 at %s" % address in err
     assert "%s: stopping /job:ps/task:0" % sig.name in err
+
+
+def test_resolve_task_error_names_the_flag_not_a_made_up_job(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError) as info:
+        resolve_task(_args(ps_hosts="127.0.0.1"), "ps")
+    assert "/job:" not in str(info.value)
+
+
+def test_resolve_task_evaluator_only_where_allowed(monkeypatch):
+    # zps-worker runs TF's evaluator, which is not in the cluster; zps-ps cannot serve one.
+    cluster = {"chief": ["c:1"], "ps": ["p:2"], "worker": ["w:3"]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster,
+                                                "task": {"type": "evaluator", "index": 0}}))
+    assert resolve_task(_args(), "worker", evaluator_ok=True) == (cluster, "evaluator", 0)
+    with pytest.raises(ValueError, match="the cluster has no job 'evaluator'"):
+        resolve_task(_args(), "ps")
+    with pytest.raises(ValueError, match="a task index must be >= 0"):
+        resolve_task(_args(task_index=-1), "worker", evaluator_ok=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_zps_ps_logs_the_address_it_listens_on():
+    # The cluster names localhost:<a>, the task listens on 127.0.0.1:<b>: both are logged.
+    advertised, listen = free_ports(2)
+    with running(cli("ps", "--ps_hosts", "localhost:%d" % advertised,
+                     "--bind_address", "127.0.0.1:%d" % listen)) as proc:
+        wait_for_port("127.0.0.1", listen, 30, proc)
+        logged = ""   # zps-ps's line that it serves (then its signal handlers are set)
+        while "serving /job:" not in logged:
+            logged = proc.stderr.readline()
+            assert logged, "zps-ps ended without saying where it serves"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert logged.rstrip("\n").endswith("serving /job:ps/task:0 at localhost:%d, listening on "
+                                         "127.0.0.1:%d" % (advertised, listen)), logged
 
 
 @pytest.mark.slow

@@ -66,6 +66,21 @@ def test_zps_worker_takes_the_cluster_from_tf_config(show_script):
 
 @pytest.mark.slow
 @pytest.mark.timeout(60)
+def test_zps_worker_runs_an_evaluator_which_is_not_in_the_cluster(show_script):
+    config = {"cluster": {"chief": ["127.0.0.1:41301"], "ps": ["127.0.0.1:41302"],
+                          "worker": ["127.0.0.1:41303"]},
+              "task": {"type": "evaluator", "index": 0}}
+    code, out, err = run(cli("worker", show_script), env={"TF_CONFIG": json.dumps(config)})
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["argv"] == ["--ps_hosts=127.0.0.1:41302", "--worker_hosts=127.0.0.1:41303",
+                             "--job_name=evaluator", "--task_index=0"]
+    assert shown["tf_config"]["cluster"] == config["cluster"]
+    assert shown["tf_config"]["task"] == {"type": "evaluator", "index": 0}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
 def test_zps_worker_errors(show_script, tmp_path):
     code, _, err = run(cli("worker", show_script), env={"TF_CONFIG": ""})
     assert code == 2 and "No cluster given" in err

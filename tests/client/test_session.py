@@ -156,12 +156,25 @@ def test_feed_dtype_and_shape_errors_name_the_tensor_and_shapes():
                 sess.run(x, {x: np.zeros((2, 2))})
             with pytest.raises(tf.errors.InvalidArgumentError, match=r"shape \(3,\) for Tensor 'i:0'"):
                 sess.run(i, {i: [1, 2, 3]})
-            with pytest.raises(tf.errors.InvalidArgumentError, match="float values .* to i:0"):
-                sess.run(i, {i: np.array([1.0, 2.0])})
             with pytest.raises(tf.errors.InvalidArgumentError, match="to x:0 \\(dtype float32\\)"):
                 sess.run(x, {x: [["a", "b", "c"]]})
             with pytest.raises(tf.errors.InvalidArgumentError, match="to i:0"):
                 sess.run(i, {i: [2 ** 40, 1]})
+            # Whole-number floats convert, as in TF1 (labels read as floats); others are refused
+            # where TF1 would truncate them silently.
+            for whole in (np.array([1.0, -2.0]), [1.0, -2.0], np.array([1.0, -2.0], np.float32)):
+                got = sess.run(i, {i: whole})
+                assert got.dtype == np.int32 and got.tolist() == [1, -2]
+            for bad, says in [(np.array([1.0, 1.5]), "1.5 is not a whole number"),
+                              ([1.7, 2.0], "1.7 is not"), (np.array([1.0, np.nan]), "nan is not"),
+                              (np.array([1.0, 3e10]), "30000000000.0 is not")]:
+                with pytest.raises(tf.errors.InvalidArgumentError, match="float values to i:0 of "
+                                   "dtype int32: " + says):
+                    sess.run(i, {i: bad})
+            # TF1 raises ValueError for a feed that does not fit; zps's error is both.
+            for bad in ({x: np.zeros((2, 2))}, {x: [["a", "b", "c"]]}, {i: [1.5, 2.0]}):
+                with pytest.raises(ValueError, match="Cannot feed"):
+                    sess.run(x if x in bad else i, bad)
 
 
 def test_bad_feed_keys_and_values():
@@ -223,6 +236,57 @@ def test_fed_arrays_are_not_frozen_or_stored():
             sess.run(assign, {x: value})
             value[0] = 50.0
             np.testing.assert_array_equal(sess.run(v), [1.0, 2.0])
+
+
+def test_reads_ordered_after_an_assign_see_the_new_value():
+    # TF1's Assign writes into the variable's storage (as AssignAdd does): a read that runs after
+    # it, through its control dependencies, sees the new value, for ref and resource variables.
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0)
+        r = tf.get_variable("r", initializer=1.0, use_resource=True)
+        w = tf.Variable([1.0, 2.0, 3.0])
+        with tf.control_dependencies([tf.assign(v, 5.0)]):
+            identity = tf.identity(v)
+        with tf.control_dependencies([tf.assign(v, 7.0)]):
+            product = v * 2
+        with tf.control_dependencies([tf.assign(r, 5.0)]):
+            resource = tf.identity(r)
+        with tf.control_dependencies([tf.assign_add(v, 1.0)]):
+            added = tf.identity(v)
+        with tf.control_dependencies([tf.assign(v, v * 2)]):   # a computed scalar
+            doubled = tf.identity(v)
+        with tf.control_dependencies([tf.assign(w, tf.reverse(w, [0]))]):   # from a view of itself
+            reversed_ = tf.identity(w)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(identity) == 5.0
+            assert sess.run(product) == 14.0
+            assert sess.run(resource) == 5.0
+            assert sess.run(added) == 8.0
+            assert sess.run(doubled) == 16.0
+            np.testing.assert_array_equal(sess.run(reversed_), [3.0, 2.0, 1.0])
+            np.testing.assert_array_equal(sess.run(w), [3.0, 2.0, 1.0])
+
+
+def test_assign_keeps_fetched_values_and_takes_a_new_shape():
+    with tf.Graph().as_default():
+        v = tf.Variable([1.0, 2.0])
+        x = tf.placeholder(tf.float32, None)
+        assign = tf.assign(v, x)
+        reshape = tf.assign(v, x, validate_shape=False)
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            before = sess.run(v)
+            value = np.array([3.0, 4.0], np.float32)
+            assert sess.run(assign, {x: value}) is not value
+            value[0] = 50.0   # the fed array is copied, not kept ...
+            np.testing.assert_array_equal(before, [1.0, 2.0])   # ... nor is the fetched one written
+            np.testing.assert_array_equal(sess.run(v), [3.0, 4.0])
+            np.testing.assert_array_equal(sess.run(reshape, {x: np.ones((2, 2), np.float32)}),
+                                          np.ones((2, 2)))
+            np.testing.assert_array_equal(sess.run(v), np.ones((2, 2)))
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Assign"):
+                sess.run(assign, {x: np.zeros(3, np.float32)})
 
 
 # -- plan caching ---------------------------------------------------------------------------------
@@ -405,3 +469,16 @@ def test_make_callable():
             assert len(sess._runner._plans) == 5
         with pytest.raises(RuntimeError, match="closed"):
             double([1.0])
+
+
+def test_get_default_session():
+    assert tf.get_default_session() is None
+    with tf.Graph().as_default():
+        outer, inner = tf.Session(), tf.Session()
+        with outer.as_default():
+            assert tf.get_default_session() is outer
+            with inner as entered:
+                assert tf.get_default_session() is entered is inner
+            assert tf.get_default_session() is outer
+        assert tf.get_default_session() is None
+        outer.close()

@@ -245,3 +245,219 @@ def test_other_maps_run_per_element(fn):
     ds = D.from_tensor_slices(np.ones((4, 2), np.float32)).map(fn).batch(2)
     assert _kinds(ds) == ["slices", "map", "batch"]
     assert len(_all(ds)) == 2
+
+
+# -- from_generator ------------------------------------------------------------------------------
+def _pairs():
+    for i in range(3):
+        yield i, [float(i)] * i
+
+
+def test_from_generator_yields_elements_of_the_given_types_and_shapes():
+    ds = D.from_generator(_pairs, (tf.int64, tf.float32), (tf.TensorShape([]), [None]))
+    assert ds.output_types == (tf.int64, tf.float32)
+    assert [s.as_list() for s in ds.output_shapes] == [[], [None]]
+    assert _all(ds) == [(0, []), (1, [1.0]), (2, [2.0, 2.0])]
+    unknown = D.from_generator(_pairs, (tf.int64, tf.float32))
+    assert [s.ndims for s in unknown.output_shapes] == [None, None]
+    assert _all(unknown.map(lambda i, x: tf.size(x))) == [0, 1, 2]
+
+
+def test_from_generator_dicts_strings_and_args_as_numpy_values():
+    seen = []
+
+    def gen(n, name):
+        seen.append((type(n), n, name))
+        for _ in range(n):
+            yield {"name": name, "words": np.array(["a", "bc"]), "n": n}
+    ds = D.from_generator(gen, {"name": tf.string, "words": tf.string, "n": tf.int32},
+                          {"name": [], "words": [2], "n": []}, args=(2, "ab"))
+    assert _all(ds) == [{"name": b"ab", "words": [b"a", b"bc"], "n": 2}] * 2
+    assert seen == [(np.int32, 2, b"ab")]   # as TF: a numpy scalar and bytes
+
+
+def test_from_generator_is_called_again_for_each_epoch_and_initialization():
+    calls = []
+
+    def gen(n):
+        calls.append(int(n))
+        yield from range(n)
+    n = tf.placeholder(tf.int64, [])
+    it = D.from_generator(gen, tf.int64, [], args=(n,)).repeat(2).make_initializable_iterator()
+    x = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer, {n: 2})
+        assert [sess.run(x) for _ in range(4)] == [0, 1, 0, 1]
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(x)
+        sess.run(it.initializer, {n: 3})
+        assert sess.run(x) == 0
+    assert calls == [2, 2, 3]
+
+
+@pytest.mark.parametrize("values, types, shapes, error, message", [
+    ([[1.0, 2.0, 3.0]], tf.float32, [2], tf.errors.InvalidArgumentError,
+     r"`generator` yielded an element of shape \(3,\) where an element of shape \(2,\) was "
+     r"expected\."),
+    ([[1, 2]], (tf.int64, tf.int64), ([], []), tf.errors.InvalidArgumentError,
+     r"did not match the expected structure\. The expected structure was \(tf.int64, "
+     r"tf.int64\), but the yielded element was \[1, 2\]\."),
+    ([{"a": 1, "b": 2}], {"a": tf.int64}, {"a": []}, tf.errors.InvalidArgumentError,
+     "did not match the expected structure"),
+    (["x"], tf.int64, [], tf.errors.InvalidArgumentError,
+     "could not be converted to the expected type. The expected type was int64, but the "
+     "yielded element was x."),
+    ([1], tf.string, [], tf.errors.InvalidArgumentError, "expected type was string"),
+], ids=["shape", "list-for-tuple", "dict-keys", "int64", "string"])
+def test_from_generator_checks_what_it_yields_as_tf(values, types, shapes, error, message):
+    x = D.from_generator(lambda: iter(values), types, shapes).make_one_shot_iterator().get_next()
+    with tf.Session() as sess, pytest.raises(error, match=message):
+        sess.run(x)
+
+
+def test_from_generator_converts_as_numpy_does_as_tf1():
+    assert _all(D.from_generator(lambda: iter([1.5, np.int32(2)]), tf.int64, [])) == [1, 2]
+    assert _all(D.from_generator(lambda: iter([1, 0]), tf.bool, [])) == [True, False]
+
+
+def test_errors_raised_by_the_generator_surface_after_its_elements():
+    def gen(exc):
+        yield 1
+        raise exc("boom")
+    for exc, error in ((ValueError, tf.errors.InvalidArgumentError),
+                       (KeyError, tf.errors.UnknownError)):
+        x = D.from_generator(lambda exc=exc: gen(exc), tf.int64).make_one_shot_iterator()
+        x = x.get_next()
+        with tf.Session() as sess:
+            assert sess.run(x) == 1
+            with pytest.raises(error, match="`generator` <lambda> raised %s: .*boom"
+                               % exc.__name__):
+                sess.run(x)
+            with pytest.raises(tf.errors.OutOfRangeError):   # a generator ends at its error
+                sess.run(x)
+
+
+def test_from_generator_arguments_are_checked_when_built():
+    with pytest.raises(TypeError, match="`generator` must be a Python callable."):
+        D.from_generator(3, tf.int64)
+    with pytest.raises(TypeError, match="`args` must be a tuple"):
+        D.from_generator(_pairs, tf.int64, args=3)
+    with pytest.raises(TypeError, match="structure of output_types"):
+        D.from_generator(_pairs, (tf.int64, tf.float32), [[]])
+
+
+# -- interleave ----------------------------------------------------------------------------------
+# (sizes of the input elements, cycle_length, block_length) -> TF 2.21's order of the elements of
+# Dataset.range(10 * x, 11 * x) interleaved; empty datasets and exhausted slots included.
+INTERLEAVED = [
+    ([4, 0, 2, 0, 3, 5, 1], 2, 1, [40, 41, 20, 42, 21, 43, 30, 50, 31, 51, 32, 52, 53, 10, 54]),
+    ([1, 5, 0, 0, 0, 2, 3, 4], 2, 1,
+     [10, 50, 51, 52, 53, 54, 20, 21, 30, 31, 40, 32, 41, 42, 43]),
+    ([4, 0, 2, 0, 3, 5, 1], 3, 2, [40, 41, 20, 21, 42, 43, 30, 31, 50, 51, 10, 32, 52, 53, 54]),
+    ([1, 5, 0, 0, 0, 2, 3, 4], 3, 2,
+     [10, 50, 51, 52, 53, 20, 21, 54, 30, 31, 40, 41, 32, 42, 43]),
+    ([0, 0, 3, 1, 0, 2], 2, 3, [30, 31, 32, 10, 20, 21]),
+    ([4, 0, 2, 0, 3, 5, 1], 4, 1, [40, 20, 41, 30, 21, 50, 42, 31, 51, 43, 32, 10, 52, 53, 54]),
+    ([1, 5, 0, 0, 0, 2, 3, 4], 4, 1,
+     [10, 50, 51, 20, 30, 52, 40, 21, 31, 53, 41, 32, 54, 42, 43]),
+    ([3, 0, 0, 0, 0, 2], 4, 1, [30, 31, 20, 32, 21]),
+]
+
+
+@pytest.mark.parametrize("sizes, cycle_length, block_length, expected", INTERLEAVED)
+def test_interleave_order_matches_tf(sizes, cycle_length, block_length, expected):
+    ds = D.from_tensor_slices(np.array(sizes, np.int64)).interleave(
+        lambda x: D.range(x * 10, x * 11), cycle_length, block_length)
+    assert _all(ds) == expected
+
+
+def test_interleave_cycle_length_defaults_to_the_cpu_count(monkeypatch):
+    import zps.ops.dataset_ops as dataset_ops
+    monkeypatch.setattr(dataset_ops, "_cpu_count", lambda: 3)
+    ds = D.range(4).interleave(lambda x: D.from_tensors(x).repeat(2))
+    assert _all(ds) == [0, 1, 2, 0, 1, 2, 3, 3]
+    assert _all(D.range(3).interleave(lambda x: D.from_tensors(x), tf.data.experimental.AUTOTUNE,
+                                      num_parallel_calls=2)) == [0, 1, 2]
+
+
+def test_interleave_of_structures_with_captured_tensors_and_reinitialization():
+    n, k = tf.placeholder(tf.int64, []), tf.constant(100, tf.int64)
+    ds = D.range(n).interleave(lambda x: D.range(x).map(lambda y: {"x": x, "y": y + k}),
+                               cycle_length=2)
+    assert ds.output_types == {"x": tf.int64, "y": tf.int64}
+    it = ds.make_initializable_iterator()
+    e = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.initializer, {n: 3})
+        assert [_py(sess.run(e)) for _ in range(3)] == \
+            [{"x": 1, "y": 100}, {"x": 2, "y": 100}, {"x": 2, "y": 101}]
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(e)
+        sess.run(it.initializer, {n: 2})
+        assert _py(sess.run(e)) == {"x": 1, "y": 100}
+
+
+def test_interleave_rejects_bad_lengths_and_functions():
+    with pytest.raises(TypeError, match="must return a Dataset"):
+        D.range(3).interleave(lambda x: x, cycle_length=2)
+    for kwargs, message in (({"cycle_length": 0}, "cycle_length must be greater than zero"),
+                            ({"cycle_length": 2, "block_length": 0},
+                             "block_length must be greater than zero")):
+        x = D.range(3).interleave(lambda x: D.from_tensors(x), **kwargs)
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            sess.run(x.make_one_shot_iterator().get_next())
+
+
+# -- unbatch, enumerate, list_files --------------------------------------------------------------
+def test_unbatch_splits_every_component_along_its_first_dimension():
+    ds = D.from_tensor_slices(([[1, 2], [3, 4], [5, 6]], [[7, 8], [9, 10], [11, 12]])).batch(2)
+    un = ds.unbatch()
+    assert [s.as_list() for s in un.output_shapes] == [[2], [2]]
+    assert _all(un) == [([1, 2], [7, 8]), ([3, 4], [9, 10]), ([5, 6], [11, 12])]
+    un = D.from_tensor_slices({"a": [[1, 2]], "b": [[3.0, 4.0]]}).unbatch()
+    assert _all(un) == [{"a": 1, "b": 3.0}, {"a": 2, "b": 4.0}]
+    with pytest.raises(ValueError, match="Cannot unbatch an input with scalar components."):
+        D.range(3).unbatch()
+
+
+def _py_func_ds(*fns):
+    return D.range(3).map(lambda x: tuple(tf.py_func(f, [x], tf.int64) for f in fns))
+
+
+def test_unbatch_of_unknown_rank_elements_is_checked_when_run():
+    un = _py_func_ds(lambda v: np.arange(v)).unbatch()
+    assert un.output_shapes[0].ndims is None
+    assert _all(un) == [(0,), (0,), (1,)]
+    for ds, message in (
+            (_py_func_ds(lambda v: np.array(v)), "non-scalar value in each component"),
+            (_py_func_ds(lambda v: np.arange(v + 1), lambda v: np.arange(2)),
+             "same batch size in each component. Component 0 had size 1 but component 1 had "
+             "size, 2")):
+        x = ds.unbatch().make_one_shot_iterator().get_next()
+        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            sess.run(x)
+
+
+def test_enumerate_counts_from_start():
+    ds = D.from_tensor_slices([5, 6]).enumerate(start=3)
+    assert ds.output_types == (tf.int64, tf.int32)
+    assert _all(ds) == [(3, 5), (4, 6)]
+
+
+def test_list_files_sorted_or_shuffled_and_an_error_when_nothing_matches(tmp_path):
+    for name in ("b.txt", "a.txt", "c.csv"):
+        (tmp_path / name).write_bytes(b"")
+    path = str(tmp_path)
+    ds = D.list_files(path + "/*.txt", shuffle=False)
+    assert ds.output_types == tf.string and ds.output_shapes.as_list() == []
+    assert _all(ds) == [(path + "/a.txt").encode(), (path + "/b.txt").encode()]
+    # as TF's MatchingFiles: the matches of all patterns, sorted, repeats kept
+    assert [f[len(path):] for f in _all(D.list_files([path + "/*", path + "/a*"], False))] == \
+        [b"/a.txt", b"/a.txt", b"/b.txt", b"/c.csv"]
+    shuffled = _all(D.list_files(path + "/*", seed=3).repeat(4))
+    assert all(sorted(shuffled[i:i + 3]) == sorted(shuffled[:3]) for i in (3, 6, 9))
+    assert len({tuple(shuffled[i:i + 3]) for i in (0, 3, 6, 9)}) > 1   # reshuffled each epoch
+    x = D.list_files(path + "/*.zzz").make_one_shot_iterator().get_next()
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
+                                             match="No files matched pattern: .*zzz"):
+        sess.run(x)

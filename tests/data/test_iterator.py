@@ -247,3 +247,46 @@ def test_a_model_on_a_gpu_reads_a_dataset_built_under_the_gpu_scope(monkeypatch)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     with fake_cupy.installed(num_gpus=1):
         np.testing.assert_allclose(run("/gpu:0"), expected, rtol=1e-6)
+
+
+# -- elements of unknown rank (a py_func's outputs) ----------------------------------------------
+def _pairs_of_unknown_rank():
+    return D.range(3).map(lambda x: tf.py_func(lambda v: np.array([v, v]), [x], tf.int64))
+
+
+def test_iterators_read_elements_of_unknown_rank():
+    ds = _pairs_of_unknown_rank()
+    assert ds.output_shapes.ndims is None
+    with tf.Session() as sess:
+        assert sess.run(ds.make_one_shot_iterator().get_next()).tolist() == [0, 0]   # as TF
+        it = ds.make_initializable_iterator()
+        assert it.output_shapes.ndims is None
+        sess.run(it.initializer)
+        assert _drain(sess, it.get_next()) == [[0, 0], [1, 1], [2, 2]]
+
+
+def test_batches_and_reinitializable_iterators_of_unknown_rank_elements():
+    ds = _pairs_of_unknown_rank()
+    assert ds.batch(2).output_shapes.ndims is None
+    assert ds.padded_batch(2, [None]).output_shapes.as_list() == [None, None]
+    it = tf.data.Iterator.from_structure(tf.int64)   # shapes unknown
+    x = it.get_next()
+    with tf.Session() as sess:
+        sess.run(it.make_initializer(ds.batch(2)))
+        assert _drain(sess, x) == [[[0, 0], [1, 1]], [[2, 2]]]
+        minus_one = tf.constant(-1, tf.int64)
+        sess.run(it.make_initializer(ds.padded_batch(2, [3], padding_values=minus_one)))
+        assert _drain(sess, x) == [[[0, 0, -1], [1, 1, -1]], [[2, 2, -1]]]
+        handle = sess.run(it.string_handle())
+        feedable = tf.data.Iterator.from_string_handle(tf.constant(handle), tf.int64, [None, 3])
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(feedable.get_next())
+
+
+def test_a_from_generator_iterator_outside_the_process_that_built_it_is_not_found(monkeypatch):
+    import zps.ops.dataset_ops as dataset_ops
+    x = D.from_generator(lambda: iter([1]), tf.int64).make_one_shot_iterator().get_next()
+    monkeypatch.setattr(dataset_ops, "_generators", {})   # as in another process
+    with tf.Session() as sess, pytest.raises(tf.errors.NotFoundError,
+                                             match="runs in the process that built it"):
+        sess.run(x)

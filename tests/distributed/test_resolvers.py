@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -67,13 +68,34 @@ def test_tf_config_resolver_without_tf_config_is_empty(tf_config):
     ("[1, 2]", "TF_CONFIG must be a JSON object"),
     ({"cluster": {"ps": ["no-port"]}}, "TF_CONFIG's \"cluster\" is malformed"),
     ({"cluster": {"ps": "h:1"}, "task": "ps"}, "TF_CONFIG's \"task\" must be an object"),
-    ({"cluster": {"ps": ["h:1"]}, "task": {"type": "ps", "index": "zero"}}, "task index must be an integer"),
+    ({"cluster": {"ps": ["h:1"]}, "task": {"type": "ps", "index": "zero"}},
+     "task index must be a non-negative integer"),
 ])
 def test_tf_config_resolver_malformed_config(tf_config, config, message):
     tf_config(config)
     r = TFConfigClusterResolver()
     with pytest.raises(ValueError, match=message):
         _ = (r.cluster_spec(), r.task_type, r.task_id)
+
+
+@pytest.mark.parametrize("index, task_id", [(0, 0), (3, 3), ("1", 1), ("01", 1), (" 2", 2), (1.0, 1)])
+def test_tf_config_task_index_as_tf_reads_it(tf_config, index, task_id):
+    # JSON integers and strings of digits, as TF's TFConfigClusterResolver (int(index)) reads them.
+    tf_config({"cluster": {"worker": ["w:1"]}, "task": {"type": "worker", "index": index}})
+    assert TFConfigClusterResolver().task_id == task_id
+
+
+@pytest.mark.parametrize("index, shown", [
+    (0.5, "0.5"), (True, "true"), (False, "false"), (-1, "-1"), (None, "null"), ("1.5", '"1.5"'),
+    ("-1", '"-1"'), ([1], "[1]"),
+])
+def test_tf_config_task_index_is_never_coerced(tf_config, index, shown):
+    # TF would run 0.5 as task 0 and true as task 1: another task's identity, silently.
+    tf_config({"cluster": {"worker": ["w:1", "w:2"]}, "task": {"type": "worker", "index": index}})
+    with pytest.raises(ValueError, match=re.escape(
+            "TF_CONFIG's task index must be a non-negative integer (e.g. \"index\": 0), got "
+            + shown)):
+        _ = TFConfigClusterResolver().task_id
 
 
 def test_tf_config_master_of_a_missing_task_names_it(tf_config):

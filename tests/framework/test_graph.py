@@ -493,5 +493,5 @@ def test_tensor_and_operation_properties():
             x.op.get_attr("nope")
         nd = y.op.node_def
         assert (nd.name, nd.op, nd["input"]) == ("y", "Add", ["x", "x"])
-        assert repr(y) == "<zps.Tensor 'y:0' shape=(2) dtype=float32>"
+        assert repr(y) == "<zps.Tensor 'y:0' shape=(2,) dtype=float32>"
         assert {y: 1}[y] == 1

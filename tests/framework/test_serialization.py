@@ -428,3 +428,23 @@ def test_bad_buffer_references_are_rejected(buffers, match):
         with pytest.raises(ValueError, match=match):
             import_graph_def(graph_def, buffers=buffers)
         assert g.get_operations() == []
+
+
+def test_graph_def_fields_are_attributes_as_in_tf1():
+    # TF1 programs list a graph's nodes as graph_def.node, each with .name, .op, .input ...
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [2], name="x")
+        with tf.device("/cpu:0"):
+            y = tf.multiply(x, 2.0, name="y")
+        with tf.control_dependencies([y]):
+            tf.no_op(name="after")
+    graph_def = g.as_graph_def()
+    assert [n.name for n in graph_def.node] == [n["name"] for n in graph_def["node"]]
+    node = {n.name: n for n in graph_def.node}
+    assert (node["y"].op, node["y"].input, node["y"].device) == ("Mul", ["x", "Const"],
+                                                                  "/device:CPU:0")
+    assert node["after"].input == ["^y"] and node["x"].attr["dtype"] == {"dtype": "float32"}
+    assert graph_def.versions == graph_def["versions"]
+    # Still plain data: msgpack carries it, and what comes back imports.
+    back = msgpack.unpackb(msgpack.packb(graph_def))
+    assert back == graph_def and type(back) is dict

@@ -55,7 +55,7 @@ def test_clip_by_value_with_tensor_bounds_broadcast_and_their_gradients():
 def test_clip_by_value_rejects_bounds_that_would_broadcast_t():
     with tf.Graph().as_default():
         with pytest.raises(ValueError,
-                           match=r"clip_by_value would broadcast Const:0 of shape \(3\) to shape \(2, 3\)"):
+                           match=r"clip_by_value would broadcast Const:0 of shape \(3,\) to shape \(2, 3\)"):
             tf.clip_by_value(tf.constant([1.0, 2.0, 3.0]), tf.zeros([2, 3]), 1.0)
 
 

@@ -83,6 +83,24 @@ def test_structures_dtypes_and_merged_static_shapes():
         assert got == (2.0, {"b": -2.0, "a": [7]}, Pair(-1.0, 2.0))
 
 
+def test_single_element_results_are_unpacked_unless_strict():
+    # TF1: cond(strict=False), the default, returns the element of a one-element list or tuple.
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        listed = tf.cond(x > 0, lambda: [x * 2], lambda: [-x])
+        tupled = tf.cond(x > 0, lambda: (x * 2,), lambda: (-x,))
+        kept = tf.cond(x > 0, lambda: [x * 2], lambda: [-x], strict=True)
+        case = tf.case([(x > 5, lambda: [x]), (x > 2, lambda: [x * 10])], default=lambda: [-x])
+        strict_case = tf.case([(x > 5, lambda: [x])], default=lambda: [-x], strict=True)
+        assert isinstance(listed, tf.Tensor) and isinstance(tupled, tf.Tensor)
+        assert isinstance(case, tf.Tensor)
+        assert isinstance(kept, list) and len(kept) == 1
+        assert isinstance(strict_case, list) and len(strict_case) == 1
+        assert _run([listed, tupled, kept, case, strict_case], {x: 3.0}, init=False) == \
+            [6.0, 6.0, [6.0], 30.0, [-3.0]]
+        assert _run(listed + 1, {x: -1.0}, init=False) == 2.0
+
+
 def test_an_operation_result_is_a_bool_telling_which_branch_ran():
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [])

@@ -210,3 +210,34 @@ def test_config_round_trip():
     g = tf.glorot_uniform_initializer.from_config(tf.glorot_uniform_initializer(seed=1).get_config())
     assert (g.seed, g.mode, g.distribution) == (1, "fan_avg", "uniform")
     assert tf.constant_initializer([1, 2]).get_config() == {"value": [1, 2], "dtype": "float32"}
+
+
+# -- orthogonal ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [[4, 4], [6, 3], [3, 6], [2, 3, 4], [3, 2, 2, 8]])
+def test_orthogonal_is_orthogonal_times_the_gain(shape):
+    w = _value(tf.orthogonal_initializer(gain=2.0, seed=3), shape)
+    assert w.shape == tuple(shape) and w.dtype == np.float32
+    m = w.reshape(-1, shape[-1])   # rank > 2: [product of the leading dims, last]
+    gram = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+    np.testing.assert_allclose(gram, 4.0 * np.eye(min(m.shape)), atol=1e-5)
+
+
+def test_orthogonal_dtypes_config_errors_and_variables():
+    w = _value(tf.initializers.orthogonal(seed=1), [3, 3], dtype=tf.float64)
+    assert w.dtype == np.float64
+    np.testing.assert_allclose(w @ w.T, np.eye(3), atol=1e-12)
+    assert tf.initializers.orthogonal is tf.orthogonal_initializer
+    init = tf.orthogonal_initializer(gain=0.5, seed=7)
+    assert init.get_config() == {"gain": 0.5, "seed": 7, "dtype": "float32"}
+    again = tf.orthogonal_initializer.from_config(init.get_config())
+    np.testing.assert_array_equal(_value(again, [5, 2]), _value(init, [5, 2]))  # seeded
+    with pytest.raises(ValueError, match="at least two-dimensional. Received shape=\\[3\\]"):
+        tf.orthogonal_initializer()([3])
+    with pytest.raises(ValueError, match="floating point"):
+        tf.orthogonal_initializer(dtype=tf.int32)
+    with tf.Graph().as_default():
+        v = tf.get_variable("v", [3, 5], initializer=tf.orthogonal_initializer())
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            value = sess.run(v)
+    np.testing.assert_allclose(value @ value.T, np.eye(3), atol=1e-5)

@@ -279,7 +279,7 @@ def test_binary_dtype_mismatch_names_both_dtypes():
 
 def test_broadcast_error_names_op_and_shapes():
     with tf.Graph().as_default():
-        with pytest.raises(ValueError, match=r"3 and 4 for shapes \(2, 3\) and \(4\) \(op 'big_max'"):
+        with pytest.raises(ValueError, match=r"3 and 4 for shapes \(2, 3\) and \(4,\) \(op 'big_max'"):
             tf.maximum(tf.zeros([2, 3]), tf.zeros([4]), name="big_max")
 
 
@@ -457,6 +457,31 @@ def test_reduce_max_min_ties_share_the_gradient():
         out = _run([gmax, gmin])
     np.testing.assert_allclose(out[0], [[0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
     np.testing.assert_allclose(out[1], [[1, 0, 0], [0, 0, 0]])
+
+
+def test_reductions_keep_small_integer_dtypes_and_of_nothing_give_the_identity():
+    # TensorFlow 2.21's tf.compat.v1 gave these: sums and products in the input's dtype (wrapping
+    # as it does), max/min over nothing -inf/+inf (the dtype's extremes for integers).
+    with tf.Graph().as_default():
+        i8 = tf.constant([100, 3], tf.int8)
+        u8 = tf.constant([100, 200], tf.uint8)
+        empty, empty_i = tf.zeros([0, 3]), tf.zeros([0, 3], tf.int32)
+        got = tf.Session().run([
+            tf.reduce_prod(i8), tf.reduce_sum(u8), tf.reduce_sum(tf.constant([2, 3])),
+            tf.reduce_prod(tf.constant([[2, 3]], tf.int16), 1),
+            tf.reduce_max(empty), tf.reduce_min(empty), tf.reduce_max(empty, 0),
+            tf.reduce_max(empty_i), tf.reduce_min(empty_i, 0),
+            tf.reduce_max(tf.zeros([2, 0]), 1, keepdims=True)])
+    want = [np.int8(44), np.uint8(44), np.int32(5), np.array([6], np.int16),
+            np.float32(-np.inf), np.float32(np.inf), np.full(3, -np.inf, np.float32),
+            np.int32(-2 ** 31), np.full(3, 2 ** 31 - 1, np.int32), np.full((2, 1), -np.inf, np.float32)]
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
+    with tf.Graph().as_default():
+        for reduce in (tf.reduce_sum, tf.reduce_prod, tf.reduce_mean):
+            with pytest.raises(TypeError, match="DataType bool not in list of allowed values"):
+                reduce(tf.constant([True, False]))
 
 
 def test_reduce_prod_gradient_with_zeros():
@@ -1042,3 +1067,33 @@ def test_log_sigmoid_matches_tf_in_both_tails():
     np.testing.assert_allclose(grad, [0.9525741268224333, 0.5, 0.07585818002124356], rtol=1e-14)
     with tf.Graph().as_default(), pytest.raises(TypeError, match="DataType int32"):
         tf.log_sigmoid(np.array([1], np.int32))
+
+
+def test_confusion_matrix():
+    with tf.Graph().as_default():
+        labels, predictions = tf.placeholder(tf.int32, [None]), tf.placeholder(tf.int32, [None])
+        counted = tf.confusion_matrix(labels, predictions)
+        bounded = tf.confusion_matrix(labels, predictions, num_classes=3)
+        weighted = tf.confusion_matrix([1, 2, 4], [2, 2, 4], num_classes=5, dtype=tf.float32,
+                                       weights=[1.5, 2.0, 3.0])
+        squeezed = tf.confusion_matrix([[1], [2]], tf.constant([2.7, 2.0]), num_classes=3)
+        assert counted.name == "confusion_matrix/ScatterNd:0" and counted.dtype == tf.int32
+        assert counted.get_shape().as_list() == [None, None]
+        assert bounded.get_shape().as_list() == [3, 3] and weighted.dtype == tf.float32
+        with pytest.raises(ValueError, match="incompatible"):
+            tf.confusion_matrix([1, 2], [0, 1, 2])
+        with pytest.raises(ValueError, match=r"\(weights\) are incompatible"):
+            tf.confusion_matrix([1, 2], [0, 1], weights=[1.0, 2.0, 3.0])
+        with tf.Session() as sess:
+            feed = {labels: [1, 2, 4], predictions: [2, 2, 4]}
+            expected = np.zeros((5, 5), np.int32)
+            expected[1, 2] = expected[2, 2] = expected[4, 4] = 1
+            np.testing.assert_array_equal(sess.run(counted, feed), expected)
+            np.testing.assert_array_equal(sess.run(weighted), expected * [[0], [1.5], [2], [0],
+                                                                          [3]])
+            np.testing.assert_array_equal(sess.run(squeezed), [[0, 0, 0], [0, 0, 1], [0, 0, 1]])
+            for lab, pred, message in [([1, -2], [0, 1], "`labels` contains negative values"),
+                                       ([1, 2], [0, 3], "`predictions` out of bound"),
+                                       ([1, 5], [0, 1], "`labels` out of bound")]:
+                with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+                    sess.run(bounded, {labels: lab, predictions: pred})

@@ -447,7 +447,7 @@ def test_sparse_softmax_cross_entropy_build_errors():
                                              r"equal rank of logits minus 1 \(received 2\)"):
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.zeros([2, 3], tf.int32),
                                                            logits=tf.zeros([2, 3]))
-        with pytest.raises(ValueError, match=r"Shape mismatch: The shape of labels \(received \(4\)\)"):
+        with pytest.raises(ValueError, match=r"Shape mismatch: The shape of labels \(received \(4,\)\)"):
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.zeros([4], tf.int32),
                                                            logits=tf.zeros([2, 3]))
         with pytest.raises(TypeError, match="labels must be int32 or int64 class ids, got float32"):
@@ -867,3 +867,15 @@ def test_weighted_moments_match_tensorflow():
     np.testing.assert_allclose(out[0][1], [2.4770408, 3.4974487], rtol=1e-6)
     np.testing.assert_allclose(out[1], [[[0.29166666]], [[3.144097]]], rtol=1e-6)
     assert out[2][0].dtype == np.float16
+
+
+def test_zero_fraction():
+    with tf.Graph().as_default():
+        ints = tf.placeholder(tf.int32)
+        fractions = [tf.nn.zero_fraction([[0.0, 1.0], [0.0, 0.0]]), tf.nn.zero_fraction(ints),
+                     tf.nn.zero_fraction([True, False, False]), tf.nn.zero_fraction(tf.zeros([0]))]
+        assert fractions[0].name == "zero_fraction/fraction:0"
+        assert [(f.dtype, f.get_shape().as_list()) for f in fractions] == [(tf.float32, [])] * 4
+        with tf.Session() as sess:
+            got = sess.run(fractions, {ints: [[0, 3, 0], [5, 0, 0]]})
+    assert got[:3] == [0.75, np.float32(4 / 6), np.float32(2 / 3)] and np.isnan(got[3])

@@ -385,3 +385,18 @@ def test_sparse_softmax_groups_by_leading_indices():
     with tf.Graph().as_default():
         got, = _run(tf.sparse_softmax(tf.SparseTensor(*ST3)))
     np.testing.assert_allclose(got.values, [1.0, 1.0, 1.0, 1.0])
+
+
+def test_shape_size_and_rank_of_a_sparse_tensor_are_of_its_dense_shape():
+    # As TF1 (TensorFlow 2.21's tf.compat.v1 gave the same values and dtypes).
+    with tf.Graph().as_default():
+        sp = tf.SparseTensor([[0, 0], [1, 2]], [1.0, 2.0], [2, 3])
+        value = tf.SparseTensorValue([[0, 0], [1, 2]], [1.0, 2.0], [2, 3])
+        tensors = [tf.shape(sp), tf.shape(sp, out_type=tf.int64), tf.size(sp), tf.rank(sp),
+                   tf.shape(value), tf.size(value, out_type=tf.int64)]
+        assert [t.dtype for t in tensors] == [tf.int32, tf.int64, tf.int32, tf.int32, tf.int32,
+                                              tf.int64]
+        got = tf.Session().run(tensors)
+    for g, (w, dtype) in zip(got, [([2, 3], np.int32), ([2, 3], np.int64), (6, np.int32),
+                                   (2, np.int32), ([2, 3], np.int32), (6, np.int64)]):
+        assert np.asarray(g).dtype == dtype and np.asarray(g).tolist() == w

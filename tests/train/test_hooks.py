@@ -298,6 +298,25 @@ def test_step_counter_hook_logs_steps_per_sec(caplog):
     assert float(lines[0].split(": ")[1]) > 0
 
 
+def test_step_counter_hook_writes_steps_per_sec_summaries(tmp_path, caplog):
+    pytest.importorskip("tensorboardX")
+    caplog.set_level(logging.INFO, logger="zps.train")
+    with tf.Graph().as_default():
+        _, train_op = _counting_graph()
+        _train_until_stop([hooks.StepCounterHook(every_n_steps=2, output_dir=str(tmp_path)),
+                           hooks.StopAtStepHook(last_step=12)], train_op)
+    tf.summary.FileWriterCache.clear()   # closed: all written
+    values = [(event.step, value.tag, value.simple_value)
+              for path in tmp_path.iterdir() for event in tf.train.summary_iterator(str(path))
+              for value in event.summary.value]
+    logged = [float(r.getMessage().split(": ")[1]) for r in caplog.records
+              if r.getMessage().startswith("global_step/sec")]
+    assert len(values) >= 3 and [v[2] for v in values] == pytest.approx(logged, rel=1e-5)  # %g
+    assert all(tag == "global_step/sec" and rate > 0 for _, tag, rate in values)
+    steps = [step for step, _, _ in values]
+    assert steps == sorted(set(steps)) and steps[-1] <= 12
+
+
 def test_step_counter_hook_warns_when_the_step_does_not_move(caplog):
     with tf.Graph().as_default():
         tf.train.get_or_create_global_step()

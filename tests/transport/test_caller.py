@@ -111,6 +111,41 @@ def test_frozen_peer_is_unavailable_after_peer_timeout(caller, processes):
     assert 0.9 < took < 4.0
 
 
+def test_a_peer_that_said_it_left_fails_its_requests_once_silent(caller, processes, server,
+                                                                  monkeypatch):
+    # zps.distributed.server's heartbeats call peer_left when a task says it is stopping: a
+    # request in flight to it fails after two unanswered heartbeat intervals, not at its peer
+    # timeout; a peer that still answers pings (or was seen back) is waited for.
+    monkeypatch.setattr(endpoint, "_LEFT", {})
+    monkeypatch.setattr(endpoint.protocol, "HEARTBEAT_INTERVAL_S", 0.2)
+    monkeypatch.setattr(endpoint, "POLL_INTERVAL_MS", 20)
+    proc, address = processes()
+    assert answer(caller, caller.request(address, "pid")).body == proc.pid
+    proc.send_signal(signal.SIGSTOP)   # its connection stays up, nothing answers
+    _wait_stopped(proc.pid)
+    pending = caller.request(address, "echo", peer_timeout=30.0)
+    endpoint.peer_left(address)   # after the request went out, as a stopping ps says it
+    exc, took = failure(caller, pending)
+    assert isinstance(exc, PeerUnavailableError) and "said it was leaving" in str(exc)
+    assert 0.35 < took < 3.0
+    # Sent after it said so (a restarted task at that address), or answering pings: waited for.
+    late = caller.request(address, "echo", peer_timeout=30.0)
+    pending = caller.request(server.address, "hang", peer_timeout=30.0)
+    endpoint.peer_left(server.address)
+    caller.wait([pending, late], timeout=1.0)
+    assert not pending.done() and not late.done()
+    endpoint.peer_back(address)
+    assert address not in endpoint._LEFT
+
+
+def test_a_host_name_that_does_not_resolve_is_said_so(caller):
+    exc, took = failure(caller, caller.request("nosuch.invalid:2222", "echo", peer_timeout=0.5))
+    assert isinstance(exc, PeerUnavailableError)
+    assert "no answer for" in str(exc) and "host name 'nosuch.invalid' does not resolve" in str(exc)
+    for address in ("127.0.0.1:5", "localhost:5", "[::1]:5"):
+        assert endpoint.unresolved_host(address) == ""
+
+
 def test_a_busy_peer_that_answers_pings_is_waited_for(caller, server, monkeypatch):
     monkeypatch.setattr(endpoint.protocol, "HEARTBEAT_INTERVAL_S", 0.1)
     monkeypatch.setattr(endpoint, "POLL_INTERVAL_MS", 20)

@@ -4,10 +4,13 @@ import json
 import logging
 import os
 
-from zps.distributed.cluster_spec import ClusterSpec
+from zps.distributed.cluster_spec import ClusterSpec, check_address
 from zps.distributed.resolvers import TFConfigClusterResolver
 from zps.runtime.threads import BLAS_THREAD_VARS, blas_threads_per_task  # noqa: F401 - re-exported
 from zps.transport import security
+
+# TF's task type that is not part of the training cluster: it evaluates checkpoints on its own.
+EVALUATOR = "evaluator"
 
 
 def add_cluster_flags(parser, default_job):
@@ -24,18 +27,19 @@ def add_cluster_flags(parser, default_job):
 
 def _hosts(flag, value):
     hosts = [h.strip() for h in value.split(",") if h.strip()]
-    for h in hosts:
-        ClusterSpec({"job": [h]})  # ValueError naming the bad address
+    for i, h in enumerate(hosts):
+        check_address(h, "--%s (host %d)" % (flag, i + 1))  # ValueError naming the bad address
     if not hosts and value.strip():
         raise ValueError("--%s %r names no host:port" % (flag, value))
     return hosts
 
 
-def resolve_task(args, default_job):
+def resolve_task(args, default_job, evaluator_ok=False):
     """``(cluster dict, job, index)`` from the flags, falling back on ``TF_CONFIG``.
 
     Host flags replace TF_CONFIG's cluster; ``--job_name``/``--task_index`` replace its task.
-    ValueError says what is missing or malformed.
+    With ``evaluator_ok``, an ``evaluator`` task need not be in the cluster (by TF's convention
+    it is not). ValueError says what is missing or malformed.
     """
     cluster, env_type, env_id = {}, None, None
     if os.environ.get("TF_CONFIG", "").strip():
@@ -56,6 +60,11 @@ def resolve_task(args, default_job):
     if not cluster:
         raise ValueError("No cluster given: pass --ps_hosts and --worker_hosts (comma-separated "
                          "host:port lists) or set TF_CONFIG")
+    if job == EVALUATOR and evaluator_ok and job not in cluster:
+        if index < 0:
+            raise ValueError("This task is /job:%s/task:%d: a task index must be >= 0"
+                             % (job, index))
+        return cluster, job, index
     if job not in cluster:
         raise ValueError("This task is /job:%s/task:%d but the cluster has no job %r (jobs: %s)"
                          % (job, index, job, ", ".join(sorted(cluster))))
@@ -73,7 +82,10 @@ def tf_config(cluster, job, index):
 
 
 def seed_flags(cluster, job, index):
-    """The seed trainer's flags for a task: ``--ps_hosts --worker_hosts --job_name --task_index``."""
+    """The seed trainer's flags for a task: ``--ps_hosts --worker_hosts --job_name --task_index``.
+
+    TF1 had no flag for a ``chief`` job: a chief (or an evaluator) is described to scripts by
+    TF_CONFIG only, so ``--job_name=chief`` suits scripts that read TF_CONFIG."""
     def hosts(job):
         tasks = cluster.get(job, [])
         return ",".join(tasks.values() if isinstance(tasks, dict) else tasks)

@@ -10,12 +10,17 @@ TF_CONFIG's ``chief`` task, the layout ``tf.estimator`` expects). Each line a ta
 (``[worker:0] ...``). When every worker has exited 0 the ps tasks (which never exit, as in TF1)
 are stopped and zps-launch exits 0. If a task fails, the others are stopped and zps-launch exits 1
 naming it (with ``--restart``, it is first started again, up to ``--max_restarts`` times: the
-workers' MonitoredTrainingSession recovers from the last checkpoint); Ctrl-C stops everything.
-BLAS/OpenMP threads are limited per task so the tasks share the cores instead of
-oversubscribing them (unless the environment already sets them).
+workers' MonitoredTrainingSession recovers from the last checkpoint). Ctrl-C, SIGTERM, a hang-up
+(the terminal closed) or the closing of zps-launch's output (``| head``) stops everything:
+each task's whole process group, children the task left behind included. On Linux the tasks also
+die with zps-launch if it is killed outright (kill -9). BLAS/OpenMP threads are limited per task
+so the tasks share the cores instead of oversubscribing them (unless the environment already sets
+them).
 """
 
 import argparse
+import ctypes
+import math
 import os
 import signal
 import subprocess
@@ -29,9 +34,67 @@ from zps.transport.ports import free_ports, wait_for_port
 __all__ = ["main", "Launcher"]
 
 POLL_INTERVAL_S = 0.05
+READER_JOIN_S = 1.0   # what the output of a stopped task may still take to arrive
 EXIT_FAILED = 1
 PS_HINT = ("a ps task must serve until it is stopped (does the script call server.join() for "
            "--job_name=ps? otherwise pass --ps_script)")
+PS_KILLED_HINT = "something outside zps-launch killed it (out of memory? by hand?)"
+# ClusterSpec's error (TF1's text) when a seed-style script looks up --job_name=chief.
+NO_CHIEF_JOB = "No such job in cluster: 'chief'"
+CHIEF_HINT = ("with --chief the first trainer runs as --job_name=chief, but TF1's --ps_hosts/"
+              "--worker_hosts flags have no chief list, so a script that builds its cluster from "
+              "them finds no chief job: --chief needs a script that reads TF_CONFIG "
+              "(tf.estimator, TFConfigClusterResolver); without --chief, worker 0 is the chief")
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")   # those that exist here stop every task
+INTERRUPT_REASONS = {signal.SIGPIPE: "SIGPIPE: the output was closed"}
+
+
+def _load_prctl():
+    """libc's prctl where there is one (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None).prctl   # the process's own symbols: libc's included
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()   # looked up before any fork: the child must not load libraries
+_PR_SET_PDEATHSIG = 1
+_SIGKILL = int(signal.SIGKILL)
+
+
+def _die_with(parent_pid):
+    """A ``preexec_fn``: SIGKILL this child when the thread that forked it ends (Linux's
+    parent-death signal; kept across exec), and exit at once if the parent is already gone."""
+    def preexec():   # between fork and exec: no imports or library loading (locks of threads)
+        _PRCTL(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:   # it died before the signal was set up
+            os._exit(1)
+    return preexec if _PRCTL is not None else None
+
+
+def _check_range(value, minimum, strict=False):
+    """None if ``value`` is a number >= ``minimum`` (> when ``strict``), else what is wrong."""
+    if math.isnan(value) or value < minimum or (strict and value == minimum):
+        return "must be %s %s, got %s" % ("greater than" if strict else "at least", minimum, value)
+    return None
+
+
+def _number(kind, minimum, strict=False):
+    """An argparse ``type``: a ``kind`` (int or float) in range, else an argparse error."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%r is not %s" % (
+                text, "an integer" if kind is int else "a number")) from None
+        problem = _check_range(value, minimum, strict)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+    parse.__name__ = kind.__name__   # argparse names the type in some messages
+    return parse
 
 
 def _describe_exit(code):
@@ -53,6 +116,7 @@ class _Task:
         self.reader = None
         self.restarts = 0          # times --restart started this task again
         self.restart_at = None     # when the pending restart is due (monotonic), or None
+        self.no_chief_job = False  # its output says the script found no chief job (--chief)
 
     def returncode(self):
         return self.proc.poll() if self.proc is not None else None
@@ -65,10 +129,16 @@ class Launcher:
                  ps_script=False, threads_per_task=None, grace_period_secs=5.0,
                  start_timeout_secs=60.0, out=None, err=None, progress_secs=10.0,
                  restart=False, max_restarts=3, restart_backoff_secs=1.0, chief=False):
-        if num_workers < 1:
-            raise ValueError("--workers must be at least 1, got %d" % num_workers)
-        if num_ps < 0:
-            raise ValueError("--ps must be >= 0, got %d" % num_ps)
+        for flag, value, minimum, strict in (
+                ("workers", num_workers, 1, False), ("ps", num_ps, 0, False),
+                ("threads_per_task", 1 if threads_per_task is None else threads_per_task, 1, False),
+                ("grace_period_secs", grace_period_secs, 0, False),
+                ("start_timeout_secs", start_timeout_secs, 0, True),
+                ("progress_secs", progress_secs, 0, False), ("max_restarts", max_restarts, 0, False),
+                ("restart_backoff_secs", restart_backoff_secs, 0, False)):
+            problem = _check_range(value, minimum, strict)
+            if problem:
+                raise ValueError("--%s %s" % (flag, problem))
         self.script, self.script_args = script, list(script_args)
         self.ps_script = ps_script
         self.grace_period_secs = grace_period_secs
@@ -80,7 +150,7 @@ class Launcher:
         self.err = err or sys.stderr
         if ":" in host and not host.startswith("["):
             host = "[%s]" % host   # an IPv6 address: bracketed in host:port (TF1's form)
-        ports = iter(free_ports(num_ps + num_workers, host))
+        ports = iter(free_ports(num_ps + num_workers, host))   # OSError naming a bad host
         self.cluster = {}
         if num_ps:
             self.cluster["ps"] = ["%s:%d" % (host, next(ports)) for _ in range(num_ps)]
@@ -97,23 +167,52 @@ class Launcher:
                         for i, a in enumerate(self.cluster.get(job, []))]
         self.threads_per_task = threads_per_task or common.blas_threads_per_task(num_ps + num_workers)
         self._lock = threading.Lock()
-        self._interrupt = None   # the signal that asked us to stop
+        self._interrupt = None   # the signal that asked us to stop (SIGPIPE: our output closed)
         self._started = None
+        self._output_lost = False   # our stdout was closed: the tasks' output is discarded
 
     # -- output ----------------------------------------------------------------------------------
     def say(self, message):
         with self._lock:
-            self.out.flush()
-            self.err.write("zps-launch: %s\n" % message)
-            self.err.flush()
+            self._write(self.out, None)
+            try:
+                self.err.write("zps-launch: %s\n" % message)
+                self.err.flush()
+            except (OSError, ValueError):
+                pass   # stderr is gone too (a closed terminal): nobody is left to tell
+
+    def _write(self, stream, text):
+        """Write ``text`` (None: just flush) to our stdout; once it is closed (``| head`` has
+        exited), discard the output from then on and stop every task, as SIGPIPE stops a
+        pipeline. Called with the lock held."""
+        if self._output_lost:
+            return
+        try:
+            if text is not None:
+                stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):
+            self._output_lost = True
+            if self._interrupt is None:
+                self._interrupt = signal.SIGPIPE
+            try:   # what is still buffered, and any later write, goes nowhere without an error
+                fd = stream.fileno()
+            except (OSError, ValueError):
+                return   # not a file (a test's StringIO): nothing is left to flush into a pipe
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
 
     def _stream(self, task):
+        """Copy a task's output, prefixed, to our stdout. It keeps reading after our stdout is
+        gone: a task must never block on a full pipe."""
         prefix = "[%s] " % task.name
         for raw in iter(task.proc.stdout.readline, b""):
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            if task.job == "chief" and NO_CHIEF_JOB in line:
+                task.no_chief_job = True
             with self._lock:
-                self.out.write(prefix + line + "\n")
-                self.out.flush()
+                self._write(self.out, prefix + line + "\n")
         task.proc.stdout.close()
 
     # -- processes -------------------------------------------------------------------------------
@@ -128,40 +227,66 @@ class Launcher:
         env.update(self.extra_env)   # --curve: the throwaway cluster key
         env.update(self.gpu_env(task))   # --gpus-per-worker
         # Own session: a Ctrl-C in the terminal reaches zps-launch only, which stops the tasks.
+        # The parent-death signal fires when the forking *thread* ends: every task is started
+        # by the thread of run(), which returns only once they are stopped.
         task.proc = subprocess.Popen(self.command(task), env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_die_with(os.getpid()))
         task.reader = threading.Thread(target=self._stream, args=(task,), daemon=True,
                                        name="zps-launch-%s" % task.name)
         task.reader.start()
 
+    @staticmethod
+    def _own_group(task):
+        """Whether the process group named by the task's pid is still the task's: once its
+        leader is reaped, a live process with that pid is another one (a group keeps its id
+        from being reused only while it has members)."""
+        if task.proc.poll() is None:
+            return True
+        try:
+            os.kill(task.proc.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
+
     def _signal_group(self, task, sig):
+        """Signal the task's whole process group, its leader exited or not."""
+        if not self._own_group(task):
+            return
         try:
             os.killpg(task.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
 
+    def _running(self, task):
+        """Whether the task or a process it started (still in its group) runs."""
+        return task.proc.poll() is None or (self._own_group(task)
+                                            and _group_runs(task.proc.pid))
+
     def stop(self, tasks):
-        """SIGTERM the tasks still running (their whole process groups), SIGKILL after the grace
-        period, and reap them."""
-        running = [t for t in tasks if t.proc is not None and t.proc.poll() is None]
-        for t in running:
+        """SIGTERM the tasks' whole process groups (children of a task that already exited
+        included), SIGKILL what still runs after the grace period, and reap them."""
+        started = [t for t in tasks if t.proc is not None]
+        for t in started:
             self._signal_group(t, signal.SIGTERM)
         deadline = time.monotonic() + self.grace_period_secs
-        for t in running:
-            try:
-                t.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                self.say("%s did not stop within %.0f s of SIGTERM: killing it"
-                         % (t.name, self.grace_period_secs))
+        while any(self._running(t) for t in started) and time.monotonic() < deadline:
+            time.sleep(POLL_INTERVAL_S)
+        for t in started:
+            if self._running(t):
+                self.say("%s did not stop within %.0f s of SIGTERM: killing %s"
+                         % (t.name, self.grace_period_secs, "it" if t.proc.poll() is None
+                            else "the processes it left behind"))
                 self._signal_group(t, signal.SIGKILL)
-                t.proc.wait()
-        for t in tasks:
-            if t.reader is not None:
-                t.reader.join(timeout=5)
+        for t in started:
+            t.proc.wait()
+            if t.reader is not None:   # EOF once its group is gone; a process that left the
+                t.reader.join(timeout=READER_JOIN_S)   # group may hold the pipe: not waited for
 
     def interrupt(self, signum, frame=None):
-        """Signal handler: stop everything (Ctrl-C, SIGTERM)."""
+        """Signal handler: stop everything (Ctrl-C, SIGTERM, SIGHUP)."""
         self._interrupt = signum
 
     # -- --gpus-per-worker -----------------------------------------------------------------------
@@ -253,7 +378,8 @@ class Launcher:
             return 0
         if self._interrupt is not None:
             self.say("interrupted (%s) after %.1f s: stopped every task"
-                     % (signal.Signals(self._interrupt).name, elapsed))
+                     % (INTERRUPT_REASONS.get(self._interrupt, signal.Signals(self._interrupt).name),
+                        elapsed))
             return 128 + self._interrupt
         self.say("FAILED after %.1f s: %s" % (elapsed, failure))
         return EXIT_FAILED
@@ -272,8 +398,10 @@ class Launcher:
                     wait_for_port(self.host, port, min(1.0, deadline - time.monotonic()), t.proc)
                     break
                 except RuntimeError:
+                    code = t.returncode()
                     return "%s %s before serving at %s: %s" % (
-                        t.name, _describe_exit(t.returncode()), t.address, PS_HINT)
+                        t.name, _describe_exit(code), t.address,
+                        PS_KILLED_HINT if code is not None and code < 0 else PS_HINT)
                 except TimeoutError:
                     if time.monotonic() >= deadline:
                         return "%s is not serving at %s after %.0f s" % (
@@ -297,7 +425,8 @@ class Launcher:
             for t in self.ps:
                 code = t.returncode()
                 if code is not None and not self._supervise(t, code):
-                    return self._failed(t, code, hint=" while workers were running: " + PS_HINT)
+                    return self._failed(t, code, hint=" while workers were running: "
+                                        + self._ps_hint(t, code))
             if all(t.returncode() == 0 for t in self.workers):
                 return None
             time.sleep(POLL_INTERVAL_S)
@@ -338,18 +467,59 @@ class Launcher:
             self.say("%s %s; restarting it in %.1f s (restart %d of %d)"
                      % (task.name, _describe_exit(code), delay, task.restarts + 1, self.max_restarts))
         elif now >= task.restart_at:
+            self._signal_group(task, signal.SIGKILL)   # what the dead one left behind
             if task.reader is not None:
-                task.reader.join(timeout=5)
+                task.reader.join(timeout=READER_JOIN_S)
             task.restarts += 1
             task.restart_at = None
             self._spawn(task)
             self.say("restarted %s at %s (pid %d)" % (task.name, task.address, task.proc.pid))
         return True
 
+    def _ps_hint(self, task, code):
+        """Why a ps that was serving may have ended, and what to do about it."""
+        if code >= 0:   # it returned by itself
+            return PS_HINT
+        if self.restart:
+            return "%s; it was restarted %d time(s), all that --max_restarts allows" % (
+                PS_KILLED_HINT, task.restarts)
+        return ("%s; pass --restart to start a ps that dies again at its address (the workers' "
+                "MonitoredTrainingSession recovers from the last checkpoint)" % PS_KILLED_HINT)
+
     def _failed(self, task, code, hint=""):
+        if task.job == "chief" and task.reader is not None:
+            task.reader.join(timeout=READER_JOIN_S)   # its last lines (the traceback) say why
+            if task.no_chief_job:
+                hint += ": " + CHIEF_HINT
         message = "%s %s%s" % (task.name, _describe_exit(code), hint)
         self.say("%s; stopping the other tasks" % message)
         return message
+
+
+def _group_runs(pgid):
+    """Whether a process of group ``pgid`` runs; zombies (dead, waiting for a parent that may
+    never reap them: an orphan's init in a container) do not count, where /proc tells."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False   # not ours to stop
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue   # it just ended
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 def available_gpus():
@@ -369,37 +539,43 @@ def build_parser(prog="zps-launch"):
         prog=prog, description="Run N ps + M worker tasks of a training script on this machine, "
         "each with the seed's flags (--ps_hosts --worker_hosts --job_name --task_index) and "
         "TF_CONFIG; stream their output; stop the ps tasks when the workers are done.")
-    parser.add_argument("--ps", type=int, default=1, help="number of ps tasks (default 1)")
-    parser.add_argument("--workers", type=int, default=1, help="number of worker tasks (default 1)")
-    parser.add_argument("--host", default="127.0.0.1", help="address the tasks listen on")
+    parser.add_argument("--ps", type=_number(int, 0), default=1,
+                        help="number of ps tasks (default 1)")
+    parser.add_argument("--workers", type=_number(int, 1), default=1,
+                        help="number of worker tasks (default 1)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address of this machine the tasks listen on (default 127.0.0.1)")
     parser.add_argument("--chief", action="store_true",
                         help="run the first of the --workers as TF_CONFIG's \"chief\" task (the "
                         "cluster layout tf.estimator.train_and_evaluate expects) and the others as "
-                        "workers 0..M-2")
+                        "workers 0..M-2. Only for scripts that read TF_CONFIG (tf.estimator, "
+                        "TFConfigClusterResolver): TF1's --ps_hosts/--worker_hosts flags have no "
+                        "chief list, so a script built on them cannot place --job_name=chief")
     parser.add_argument("--ps_script", action="store_true",
                         help="serve the ps tasks with zps-ps instead of running the script")
-    parser.add_argument("--threads_per_task", type=int, default=None,
-                        help="BLAS/OpenMP threads per task (default: cores / tasks)")
-    parser.add_argument("--grace_period_secs", type=float, default=5.0,
-                        help="time a task gets to exit after SIGTERM before it is killed")
-    parser.add_argument("--start_timeout_secs", type=float, default=60.0,
-                        help="time a ps task gets to start serving")
-    parser.add_argument("--progress_secs", type=float, default=10.0,
+    parser.add_argument("--threads_per_task", type=_number(int, 1), default=None,
+                        help="BLAS/OpenMP threads per task, at least 1 (default: cores / tasks)")
+    parser.add_argument("--grace_period_secs", type=_number(float, 0), default=5.0,
+                        help="time a task gets to exit after SIGTERM before it is killed "
+                        "(default 5; 0: at once)")
+    parser.add_argument("--start_timeout_secs", type=_number(float, 0, strict=True), default=60.0,
+                        help="time a ps task gets to start serving (default 60)")
+    parser.add_argument("--progress_secs", type=_number(float, 0), default=10.0,
                         help="print the ps tasks' steps served every this many seconds (0: off)")
     parser.add_argument("--restart", action="store_true",
                         help="supervise the tasks: start a task that died abnormally (a ps that "
                         "exited, a worker that failed) again at its address, up to --max_restarts "
                         "times with a doubling back-off; MonitoredTrainingSession recovers")
-    parser.add_argument("--max_restarts", type=int, default=3,
+    parser.add_argument("--max_restarts", type=_number(int, 0), default=3,
                         help="restarts allowed per task with --restart (default 3)")
-    parser.add_argument("--restart_backoff_secs", type=float, default=1.0,
+    parser.add_argument("--restart_backoff_secs", type=_number(float, 0), default=1.0,
                         help="wait before the first restart of a task; doubles each time")
     parser.add_argument("--curve", action="store_true",
                         help="authenticate and encrypt the cluster's traffic with CURVE, using a "
                         "throwaway cluster keypair made for this run (see zps keygen for keys "
                         "of your own, given with the ZPS_CURVE_* variables)")
-    parser.add_argument("--gpus-per-worker", "--gpus_per_worker", dest="gpus_per_worker", type=int,
-                        default=0, metavar="K",
+    parser.add_argument("--gpus-per-worker", "--gpus_per_worker", dest="gpus_per_worker",
+                        type=_number(int, 0), default=0, metavar="K",
                         help="give each worker task K GPUs of its own (its CUDA_VISIBLE_DEVICES: "
                         "it sees them as /gpu:0..K-1); ps tasks get none")
     parser.add_argument("--gpus", default=None, metavar="IDS",
@@ -427,6 +603,10 @@ def main(argv=None, prog="zps-launch"):
     except ValueError as e:
         print("%s: %s" % (prog, e), file=sys.stderr)
         return 2
+    except OSError as e:   # --host is not an address of this machine
+        print("%s: %s; --host must be an address of this machine (e.g. 127.0.0.1)"
+              % (prog, e.strerror or e), file=sys.stderr)
+        return 2
     try:
         slices = launcher.assign_gpus(args.gpus_per_worker,
                                       None if args.gpus is None else args.gpus.split(","))
@@ -438,7 +618,8 @@ def main(argv=None, prog="zps-launch"):
             "%s=%s" % kv for kv in slices.items()))
     if args.curve:
         launcher.enable_curve()
-    previous = {sig: signal.signal(sig, launcher.interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, launcher.interrupt)
+                for sig in (getattr(signal, name) for name in STOP_SIGNALS if hasattr(signal, name))}
     try:
         return launcher.run()
     finally:

@@ -52,7 +52,12 @@ def main(argv=None, prog="zps-ps"):
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    log.info("serving /job:%s/task:%d at %s", job, index, server.cluster.task_address(job, index))
+    address = server.cluster.task_address(job, index)
+    if args.bind_address:   # the cluster's address may not be local: say where we listen too
+        log.info("serving /job:%s/task:%d at %s, listening on %s", job, index, address,
+                 args.bind_address)
+    else:
+        log.info("serving /job:%s/task:%d at %s", job, index, address)
     server.join()
     return 0
 

@@ -14,7 +14,7 @@ direct connections, zps.transport.direct, of which ``direct_unix`` over Unix soc
 when some task is down, 2 on a usage error.
 
 >>> rows = cluster_status({"ps": ["127.0.0.1:9"]}, timeout=0.2)   # doctest: +SKIP
->>> rows[0]["state"]
+>>> rows[0]["state"]                                               # doctest: +SKIP
 'down'
 """
 

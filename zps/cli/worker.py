@@ -5,7 +5,8 @@
 The script gets the cluster both ways, so scripts of either style run unchanged: the seed
 trainer's flags (``--ps_hosts --worker_hosts --job_name=worker --task_index``, placed before the
 script's own arguments, which therefore win) and ``TF_CONFIG`` in its environment. Without host
-flags the cluster comes from ``TF_CONFIG``. The script replaces this process (same pid, signals
+flags the cluster comes from ``TF_CONFIG``; its task may be an ``evaluator``, which by TF's
+convention is not in the cluster. The script replaces this process (same pid, signals
 and exit code). The security flags (``--curve_secret_key_file`` ...) reach the script as the
 ``ZPS_CURVE_*`` variables of zps.transport.security.
 """
@@ -39,7 +40,7 @@ def main(argv=None, prog="zps-worker"):
     args = build_parser(prog).parse_args(argv)
     log = common.setup_logging(prog)
     try:
-        cluster, job, index = common.resolve_task(args, default_job="worker")
+        cluster, job, index = common.resolve_task(args, default_job="worker", evaluator_ok=True)
         common.apply_security_flags(args)   # the script inherits them through its environment
     except ValueError as e:
         log.error("%s", e)

@@ -286,24 +286,42 @@ def _feed_value(graph, t, value):
     np_dtype = t.dtype.as_numpy_dtype
     if value.__class__ is np.ndarray and value.dtype.type is np_dtype and np_dtype is not np.object_:
         arr = value  # the common case: already the right type (strings still become bytes)
+    elif t.dtype.is_integer and np.asarray(value).dtype.kind == "f":
+        arr = _whole_numbers(t, np.asarray(value))
     else:
-        if t.dtype.is_integer and isinstance(value, np.ndarray) and value.dtype.kind == "f":
-            raise errors.InvalidArgumentError(
-                t.op.name, t.op, "Cannot feed float values (dtype %s) to %s of dtype %s: cast them "
-                "explicitly first." % (value.dtype, t.name, t.dtype.name))
         try:
             arr = numpy_value(value, t.dtype)
         except (TypeError, ValueError, OverflowError) as e:
-            raise errors.InvalidArgumentError(
-                t.op.name, t.op, "Cannot feed a value of type %s to %s (dtype %s): %s"
-                % (type(value).__name__, t.name, t.dtype.name, e)) from None
+            raise FeedError(t.op.name, t.op, "Cannot feed a value of type %s to %s (dtype %s): %s"
+                            % (type(value).__name__, t.name, t.dtype.name, e)) from None
     dims = t._shape._dims
     if dims is not None and not (len(dims) == arr.ndim and all(
             d is None or d == n for d, n in zip(dims, arr.shape))):
-        raise errors.InvalidArgumentError(
-            t.op.name, t.op, "Cannot feed value of shape %s for Tensor '%s', which has shape %s"
-            % (tuple(arr.shape), t.name, t.get_shape()))
+        raise FeedError(t.op.name, t.op, "Cannot feed value of shape %s for Tensor '%s', which has "
+                        "shape %s" % (tuple(arr.shape), t.name, t.get_shape()))
     return arr
+
+
+class FeedError(errors.InvalidArgumentError, ValueError):
+    """A feed value that does not fit its tensor: TF1 raises ValueError (before the step runs),
+    zps's errors are InvalidArgumentError; this is both."""
+
+
+def _whole_numbers(t, value):
+    """Floats fed to an integer tensor (labels read from a CSV file: 3.0): converted, as TF1
+    converts them, when every value is a whole number the dtype holds; refused otherwise, where
+    TF1 would silently truncate 1.7 to 1."""
+    info = np.iinfo(t.dtype.as_numpy_dtype)
+    with np.errstate(invalid="ignore"):
+        whole = np.isfinite(value) & (value == np.trunc(value)) & (value >= info.min) & \
+            (value <= info.max)
+    if not whole.all():
+        bad = value[~whole].flat[0]
+        raise FeedError(t.op.name, t.op, "Cannot feed float values to %s of dtype %s: %r is not a "
+                        "whole number in its range; round or cast them explicitly first (e.g. "
+                        "np.rint(x).astype(np.%s))" % (t.name, t.dtype.name, float(bad),
+                                                       t.dtype.as_numpy_dtype.__name__))
+    return value.astype(t.dtype.as_numpy_dtype)
 
 
 # -- fetches -------------------------------------------------------------------------------------

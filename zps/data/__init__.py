@@ -9,6 +9,7 @@
 [2.0, 4.0] [6.0]
 """
 
+from zps.data import experimental  # noqa: F401 - tf.data.experimental
 from zps.data.dataset import Dataset, TextLineDataset, TFRecordDataset
 from zps.data.iterator import (
     Iterator,

@@ -10,6 +10,10 @@ in TF1: each is called once, on placeholders standing for the components, and wh
 kept as a private graph (as ``tf.cond`` keeps a branch) that runs for each element. Tensors it
 uses from outside (a placeholder, a constant) are inputs of the initializer, read when it runs.
 
+An element's components are Tensors or SparseTensors (``output_classes``); a SparseTensor travels
+through the pipeline as its three dense tensors (zps.data.structure) and is rebuilt for each
+function and by ``get_next()``.
+
 >>> import zps as tf
 >>> with tf.Graph().as_default():
 ...     ds = tf.data.Dataset.from_tensor_slices(([1, 2, 3, 4], [10, 20, 30, 40]))
@@ -17,7 +21,7 @@ uses from outside (a placeholder, a constant) are inputs of the initializer, rea
 ...     print(ds.output_types.name, ds.output_shapes)
 ...     batch = ds.make_one_shot_iterator().get_next()
 ...     print(tf.Session().run(batch).tolist())
-int32 (?)
+int32 (?,)
 [22, 44]
 """
 
@@ -28,8 +32,9 @@ from zps.framework import dtypes as _dtypes
 from zps.framework.constant import constant_value
 from zps.framework.graph import Operation, Tensor, convert_to_tensor, get_default_graph
 from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from zps.ops import array_ops, random_ops
+from zps.ops import array_ops, dataset_ops, random_ops
 from zps.ops.control_flow_ops import _build_branch, _claimed, _export, _merged_shape
+from zps.ops.sparse_ops import SparseTensor, SparseTensorValue
 
 
 class Dataset:
@@ -47,7 +52,8 @@ class Dataset:
     [[0, 1, 2, 3], [4, 0, 1, 2], [3, 4]]
     """
 
-    def __init__(self, kind, name, parents, tensors, element, types, shapes, **attrs):
+    def __init__(self, kind, name, parents, tensors, element, types, shapes, classes=None,
+                 **attrs):
         self._kind = kind
         self._name = name
         self._parents = list(parents)
@@ -55,19 +61,23 @@ class Dataset:
         self._element = element   # the element's structure (leaves are placeholders for it)
         self._types = [_dtypes.as_dtype(t).base_dtype for t in types]
         self._shapes = [as_shape(s) for s in shapes]
+        # Each component's class: Tensor, or SparseTensor (carried as three plain tensors, see
+        # zps.data.structure); _types and _shapes describe the components, not the plain tensors.
+        self._classes = [Tensor] * len(self._types) if classes is None else list(classes)
         self._attrs = attrs
         self._waits = [w for p in self._parents for w in p._waits]
         self._elementwise = False   # a map that batches commute with (see _elementwise)
 
-    def _derived(self, kind, name, tensors=(), element=None, types=None, shapes=None, fn=None,
-                 **attrs):
-        """A dataset reading this one (same element types and shapes unless given), with the
-        traced function ``fn`` (a _Traced) if any."""
+    def _derived(self, kind, name, tensors=(), element=None, types=None, shapes=None, classes=None,
+                 fn=None, **attrs):
+        """A dataset reading this one (same element types, shapes and classes unless given), with
+        the traced function ``fn`` (a _Traced) if any: the tensors it captures come first."""
         if fn is not None:
-            tensors, attrs["fn"] = fn.captures, fn.attr
+            tensors, attrs["fn"] = fn.captures + list(tensors), fn.attr
         ds = Dataset(kind, name, [self], tensors, self._element if element is None else element,
                      self._types if types is None else types,
-                     self._shapes if shapes is None else shapes, **attrs)
+                     self._shapes if shapes is None else shapes,
+                     self._classes if classes is None else classes, **attrs)
         if fn is not None:
             ds._waits = list(dict.fromkeys(ds._waits + fn.waits))
         return ds
@@ -75,15 +85,17 @@ class Dataset:
     # -- sources -------------------------------------------------------------------------------
     @staticmethod
     def from_tensors(tensors):
-        """A dataset of one element, ``tensors`` (a nested structure of tensors)."""
-        element, flat = _as_element(tensors, "from_tensors")
-        return Dataset("tensors", "TensorDataset", [], flat, element,
-                       [t.dtype for t in flat], [t.get_shape() for t in flat])
+        """A dataset of one element, ``tensors`` (a nested structure of tensors and
+        SparseTensors)."""
+        element, leaves = _as_element(tensors, "from_tensors")
+        return Dataset("tensors", "TensorDataset", [], nest.plain(leaves), element,
+                       *nest.specs(leaves))
 
     @staticmethod
     def from_tensor_slices(tensors):
         """A dataset of the slices of ``tensors`` along their first dimension (each component
-        must have the same size there).
+        must have the same size there). A SparseTensor (of rank 2 or more, indices in row-major
+        order) is sliced into SparseTensors of one rank less.
 
         >>> import zps as tf
         >>> with tf.Graph().as_default():
@@ -91,18 +103,19 @@ class Dataset:
         ...     print(ds.output_shapes)
         {'x': TensorShape([2]), 'y': TensorShape([])}
         """
-        element, flat = _as_element(tensors, "from_tensor_slices")
-        shapes = [t.get_shape() for t in flat]
-        for t, s in zip(flat, shapes):
-            if s.ndims == 0:
-                raise ValueError("from_tensor_slices: %s is a scalar; every component needs a "
-                                 "first dimension to slice" % t.name)
-        sizes = {s.as_list()[0] for s in shapes if s.ndims is not None} - {None}
+        element, leaves = _as_element(tensors, "from_tensor_slices")
+        types, shapes, classes = nest.specs(leaves)
+        for v, s in zip(leaves, shapes):
+            _check_batched(v, s)
+        # As TF, only dense components' sizes are compared here (a SparseTensor's at run time).
+        sizes = {s.as_list()[0] for s, c in zip(shapes, classes)
+                 if s.ndims is not None and c is Tensor} - {None}
         if len(sizes) > 1:
             raise ValueError("from_tensor_slices: dimension 0 of the components must be the "
                              "same, got shapes %s" % [str(s) for s in shapes])
-        return Dataset("slices", "TensorSliceDataset", [], flat, element, [t.dtype for t in flat],
-                       [s[1:] if s.ndims is not None else unknown_shape() for s in shapes])
+        return Dataset("slices", "TensorSliceDataset", [], nest.plain(leaves), element, types,
+                       [_unbatched(s) for s in shapes], classes,
+                       sparse=nest.sparse_flags(classes))
 
     @staticmethod
     def range(*args):
@@ -116,6 +129,80 @@ class Dataset:
                        None, [_dtypes.int64], [TensorShape([])])
 
     @staticmethod
+    def from_generator(generator, output_types, output_shapes=None, args=None):
+        """The elements a Python generator yields: ``generator(*args)`` is called anew each time
+        the dataset is read from its start (each iterator initialization, each epoch of a
+        ``repeat``), in the process that built the dataset.
+
+        ``output_types``: the element's structure (tuples, dicts) of DTypes; ``output_shapes``:
+        the same structure of shapes (unknown if None); ``args``: a tuple of tensors, given to
+        ``generator`` as numpy values. Each yielded element must have that structure; a
+        component is converted to its dtype as ``np.asarray`` does (str to UTF-8 bytes) and must
+        fit its shape, else the step fails with InvalidArgumentError. An exception the generator
+        raises surfaces as py_func's do (ValueError, TypeError: InvalidArgumentError; others:
+        UnknownError).
+
+        >>> import zps as tf
+        >>> def gen(n):
+        ...     for i in range(n):
+        ...         yield i, [1.0] * i
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.from_generator(gen, (tf.int64, tf.float32), ([], [None]),
+        ...                                         args=(3,))
+        ...     i, x = ds.make_one_shot_iterator().get_next()
+        ...     with tf.Session() as sess:
+        ...         print(x.get_shape(), [sess.run(x).tolist() for _ in range(3)])
+        (?,) [[], [1.0], [1.0, 1.0]]
+        """
+        from zps.data.iterator import _structure
+        if not callable(generator):
+            raise TypeError("`generator` must be a Python callable.")
+        if output_types is None:
+            raise TypeError("Dataset.from_generator needs `output_types`: the (nested) structure "
+                            "of the DTypes of the elements the generator yields")
+        output_types, output_shapes, _ = _structure(output_types, output_shapes)
+        if args is None:
+            args = ()
+        elif not isinstance(args, list | tuple):
+            raise TypeError("`args` must be a tuple of tensors (the generator's arguments), got "
+                            "%r" % (args,))
+        tensors = [convert_to_tensor(a) for a in args]
+        types, shapes = nest.flatten(output_types), nest.flatten(output_shapes)
+        element = nest.map_structure(lambda _: None, output_types)
+        element = element if isinstance(output_types, tuple | dict) else None
+        token = dataset_ops.register_generator(generator, element, types, shapes,
+                                               get_default_graph())
+        return Dataset("generator", "GeneratorDataset", [], tensors, element, types, shapes,
+                       token=token)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        """The names of the files matching ``file_pattern`` (a glob, or a list or 1-D tensor of
+        them), as string scalars: sorted, or in a new random order each epoch unless
+        ``shuffle=False`` (``seed`` as for ``shuffle``). Matching happens when an iterator is
+        initialized; no match is an InvalidArgumentError then.
+
+        >>> import os, tempfile, zps as tf
+        >>> d = tempfile.mkdtemp()
+        >>> for name in ("b.txt", "a.txt", "c.csv"):
+        ...     open(os.path.join(d, name), "w").close()
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.list_files(os.path.join(d, "*.txt"), shuffle=False)
+        ...     x = ds.make_one_shot_iterator().get_next()
+        ...     with tf.Session() as sess:
+        ...         print([os.path.basename(sess.run(x)) for _ in range(2)])
+        [b'a.txt', b'b.txt']
+        """
+        patterns = _filenames(file_pattern, "file_pattern")
+        ds = Dataset("list_files", "MatchingFiles", [], [patterns], None, [_dtypes.string],
+                     [TensorShape([])])
+        if shuffle is None or shuffle:
+            # A buffer at least as large as the input shuffles it whole, as TF's (whose buffer
+            # is the number of files).
+            ds = ds.shuffle(np.iinfo(np.int64).max, seed=seed)
+        return ds
+
+    @staticmethod
     def zip(datasets):
         """Elements of several datasets side by side: ``datasets`` is a tuple or dict of them
         (nested), and the elements have that structure. Ends with the shortest."""
@@ -126,22 +213,27 @@ class Dataset:
                                 % (d,))
         element = nest.pack(datasets, [d.output_types for d in flat])
         return Dataset("zip", "ZipDataset", flat, [], element,
-                       [t for d in flat for t in d._types], [s for d in flat for s in d._shapes])
+                       [t for d in flat for t in d._types], [s for d in flat for s in d._shapes],
+                       [c for d in flat for c in d._classes])
 
     # -- transformations -----------------------------------------------------------------------
     def concatenate(self, dataset):
-        """This dataset's elements, then ``dataset``'s (same structure and types)."""
+        """This dataset's elements, then ``dataset``'s (same structure, types and classes)."""
         if not nest.same_structure(self.output_types, dataset.output_types) or \
                 self._types != dataset._types:
             raise TypeError("Datasets to concatenate must have the same structure and types: %s "
                             "vs %s" % (self.output_types, dataset.output_types))
+        if self._classes != dataset._classes:
+            raise TypeError("Datasets to concatenate must have the same component classes: %s vs "
+                            "%s" % (self.output_classes, dataset.output_classes))
         shapes = [_merged_shape(a, b) for a, b in zip(self._shapes, dataset._shapes)]
         return Dataset("concatenate", "ConcatenateDataset", [self, dataset], [], self._element,
-                       self._types, shapes)
+                       self._types, shapes, self._classes)
 
     def map(self, map_func, num_parallel_calls=None):
         """Elements ``map_func(element)`` (``map_func(*element)`` when the element is a tuple),
-        where ``map_func`` is written with tf ops. ``num_parallel_calls`` is accepted; elements
+        where ``map_func`` is written with tf ops. It may take and return SparseTensors (a
+        returned SparseTensorValue becomes one). ``num_parallel_calls`` is accepted; elements
         are mapped in order.
 
         >>> import zps as tf
@@ -151,37 +243,112 @@ class Dataset:
         ...     print({k: int(v) for k, v in element.items()})
         {'x': 0, 'sq': 0}
         """
-        fn, out, value = _trace(self, map_func, "map")
+        fn, (types, shapes, classes), value = _trace(self, map_func, "map")
         value = tuple(value) if isinstance(value, list) else value   # as TF1 1.15
-        ds = self._derived("map", "MapDataset", element=value, types=[t.dtype for t in out],
-                           shapes=[t.get_shape() for t in out], fn=fn)
+        ds = self._derived("map", "MapDataset", element=value, types=types, shapes=shapes,
+                           classes=classes, fn=fn)
         ds._elementwise = fn.elementwise
         return ds
 
     def filter(self, predicate):
         """The elements for which ``predicate`` (tf ops, returning a scalar bool) is true."""
-        fn, out, _ = _trace(self, predicate, "filter")
-        if len(out) != 1 or out[0].dtype.base_dtype != _dtypes.bool or \
-                out[0].get_shape().ndims not in (None, 0):
+        fn, (types, shapes, classes), _ = _trace(self, predicate, "filter")
+        if len(types) != 1 or types[0] != _dtypes.bool or shapes[0].ndims not in (None, 0) or \
+                classes[0] is not Tensor:
             raise ValueError("`predicate` return type must be convertible to a scalar boolean "
-                             "tensor. Was %s." % [(t.dtype.name, str(t.get_shape())) for t in out])
+                             "tensor. Was %s." % [(c.__name__, t.name, str(s)) for t, s, c
+                                                  in zip(types, shapes, classes)])
         return self._derived("filter", "FilterDataset", fn=fn)
 
     def flat_map(self, map_func):
         """The elements of the datasets ``map_func(element)`` returns, one after the other."""
         fn, _, (inner, plan) = _trace(self, map_func, "flat_map", returns_dataset=True)
         return self._derived("flat_map", "FlatMapDataset", element=inner._element,
-                             types=inner._types, shapes=inner._shapes, fn=fn, dataset=plan)
+                             types=inner._types, shapes=inner._shapes, classes=inner._classes,
+                             fn=fn, dataset=plan)
+
+    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
+                   deterministic=None):
+        """The elements of the datasets ``map_func(element)`` returns, interleaved: ``cycle_length``
+        of them are read at once, ``block_length`` (default 1) consecutive elements from each in
+        turn, in TF's order. ``cycle_length`` None or ``tf.data.experimental.AUTOTUNE`` means
+        the number of CPUs; ``num_parallel_calls`` and ``deterministic`` are accepted (elements
+        are made in order).
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.range(1, 4).interleave(
+        ...         lambda x: tf.data.Dataset.from_tensors(x).repeat(x), cycle_length=2)
+        ...     x = ds.make_one_shot_iterator().get_next()
+        ...     with tf.Session() as sess:
+        ...         print([int(sess.run(x)) for _ in range(6)])
+        [1, 2, 2, 3, 3, 3]
+        """
+        fn, _, (inner, plan) = _trace(self, map_func, "interleave", returns_dataset=True)
+        cycle = _int64(dataset_ops.AUTOTUNE if cycle_length is None else cycle_length,
+                       "cycle_length")
+        block = _int64(1 if block_length is None else block_length, "block_length")
+        return self._derived("interleave", "InterleaveDataset", [cycle, block],
+                             element=inner._element, types=inner._types, shapes=inner._shapes,
+                             classes=inner._classes, fn=fn, dataset=plan)
+
+    def unbatch(self):
+        """Each element split along its first dimension into that many elements (every
+        component must have the same size there; a SparseTensor, of rank 2 or more, is split
+        into SparseTensors of one rank less).
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.from_tensors(([1, 2, 3], [[4, 5]] * 3)).unbatch()
+        ...     x = ds.make_one_shot_iterator().get_next()
+        ...     with tf.Session() as sess:
+        ...         print(ds.output_shapes, [v.tolist() for v in sess.run(x)])
+        (TensorShape([]), TensorShape([2])) [1, [4, 5]]
+        """
+        for s, c in zip(self._shapes, self._classes):
+            if s.ndims == 0 and c is Tensor:
+                raise ValueError("Cannot unbatch an input with scalar components.")
+            if s.ndims == 0:
+                raise ValueError("Unbatching a sparse tensor is only supported for rank >= 1, "
+                                 "got a SparseTensor of shape %s" % s)
+        return self._derived("unbatch", "UnbatchDataset",
+                             shapes=[_unbatched(s) for s in self._shapes],
+                             sparse=nest.sparse_flags(self._classes))
+
+    def enumerate(self, start=0):
+        """Elements ``(index, element)``, the int64 index counting from ``start``."""
+        return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self))
 
     def batch(self, batch_size, drop_remainder=False):
         """Consecutive elements stacked into batches of ``batch_size`` (the last one smaller
-        unless ``drop_remainder``); the batch dimension is static only with drop_remainder."""
+        unless ``drop_remainder``); the batch dimension is static only with drop_remainder.
+
+        SparseTensors are batched as TF1 does: the batch's dense shape is the batch size, then
+        each dimension's largest over its elements (which must have one rank), and each index
+        is prefixed with its element's position.
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.from_tensor_slices(["a b", "c"]).map(
+        ...         lambda s: tf.string_split([s])).batch(2)
+        ...     sp = ds.make_one_shot_iterator().get_next()
+        ...     value = tf.Session().run(sp)
+        ...     print(ds.output_classes.__name__, sp.get_shape(), value.dense_shape.tolist())
+        ...     print(value.indices.tolist(), value.values.tolist())
+        SparseTensor (?, ?, ?) [2, 1, 2]
+        [[0, 0, 0], [0, 0, 1], [1, 0, 0]] [b'a', b'b', b'c']
+        """
         return _batched(self, _int64(batch_size, "batch_size"), bool(drop_remainder))
 
     def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False):
         """Like ``batch``, each component padded to ``padded_shapes`` (a structure like the
         element's; unknown dimensions pad to the longest in the batch) with ``padding_values``
         (default 0, or b"" for strings)."""
+        if SparseTensor in self._classes:
+            raise TypeError("`padded_batch` is only supported for datasets that produce tensor "
+                            "elements, but the elements have SparseTensor components: %s. Use "
+                            "`batch` for them (it batches SparseTensors of different shapes)"
+                            % (self.output_classes,))
         size = _int64(batch_size, "batch_size")
         try:
             padded = [as_shape(s) for s in nest.flatten(
@@ -248,6 +415,10 @@ class Dataset:
             raise TypeError("`transformation_func` must return a Dataset, got %r" % (result,))
         return result
 
+    def _ignore_errors(self, log_warning=False):
+        """The elements, skipping those whose making failed (tf.data.experimental.ignore_errors)."""
+        return self._derived("ignore_errors", "IgnoreErrorsDataset", log_warning=bool(log_warning))
+
     # -- the element's static structure (TF1's properties) -------------------------------------
     @property
     def output_types(self):
@@ -261,8 +432,9 @@ class Dataset:
 
     @property
     def output_classes(self):
-        """The element's structure with each component's class (``tf.Tensor``)."""
-        return nest.pack(self._element, [Tensor] * len(self._types))
+        """The element's structure with each component's class (``tf.Tensor`` or
+        ``tf.SparseTensor``)."""
+        return nest.pack(self._element, self._classes)
 
     # -- iterators -----------------------------------------------------------------------------
     def make_one_shot_iterator(self):
@@ -274,9 +446,14 @@ class Dataset:
         """An iterator with an ``initializer`` op, which (re)starts it at the first element;
         placeholders the dataset uses are fed when running it."""
         from zps.data.iterator import Iterator
-        it = Iterator.from_structure(self.output_types, self.output_shapes, shared_name)
+        it = Iterator.from_structure(self.output_types, self.output_shapes, shared_name,
+                                     self.output_classes)
         it._initializer = it.make_initializer(self)
         return it
+
+    def _plain_specs(self):
+        """(dtypes, static shapes) of the plain tensors carrying an element (zps.data.structure)."""
+        return nest.plain_specs(self._types, self._shapes, self._classes)
 
     def _plan(self):
         """(the pipeline as plain data, the tensors it takes, ops to run first) (dataset_ops)."""
@@ -303,7 +480,8 @@ def _batched(ds, size, drop_remainder):
     components of static shapes is applied to batches of its input instead: the same values,
     with one run of its private graph per batch rather than per element."""
     batch = TensorShape([_static_size(size, drop_remainder)])
-    if ds._elementwise and all(s.is_fully_defined() for s in ds._parents[0]._shapes):
+    if ds._elementwise and all(s.is_fully_defined() for s in ds._parents[0]._shapes) and \
+            SparseTensor not in ds._classes + ds._parents[0]._classes:
         source = _batched(ds._parents[0], size, drop_remainder)
         mapped = Dataset("map", "MapDataset", [source], ds._tensors, ds._element, ds._types,
                          [batch.concatenate(s) for s in ds._shapes], **ds._attrs)
@@ -312,7 +490,7 @@ def _batched(ds, size, drop_remainder):
         return mapped
     return ds._derived("batch", "BatchDataset", [size],
                        shapes=[batch.concatenate(s) for s in ds._shapes],
-                       drop_remainder=drop_remainder)
+                       drop_remainder=drop_remainder, sparse=nest.sparse_flags(ds._classes))
 
 
 # Ops whose every output element is computed from the same position of their inputs, exactly
@@ -365,7 +543,8 @@ class _Traced:
 
 def _trace(dataset, func, what, returns_dataset=False):
     """Call ``func`` on placeholders for ``dataset``'s element, keeping what it builds as a private
-    graph. Returns (_Traced, output tensors, the function's value, or (Dataset, its plan))."""
+    graph. Returns (_Traced, (dtypes, shapes, classes) of the components it returns, the
+    function's value, or (Dataset, its plan))."""
     if not callable(func):
         raise TypeError("Dataset.%s expects a callable, got %r" % (what, func))
     graph = get_default_graph()
@@ -373,9 +552,10 @@ def _trace(dataset, func, what, returns_dataset=False):
     with graph.name_scope(what.capitalize().replace("_", "") + "Dataset"):
         with graph.control_dependencies(None):
             args = [array_ops.placeholder(t, s, name="arg%d" % i)
-                    for i, (t, s) in enumerate(zip(dataset._types, dataset._shapes))]
-        element = nest.pack(dataset._element, args)
-        result = []
+                    for i, (t, s) in enumerate(zip(*dataset._plain_specs()))]
+        element = nest.pack(dataset._element,
+                            nest.components(args, dataset._shapes, dataset._classes))
+        result, returned = [], []
 
         def call():
             value = func(*element) if type(element) is tuple else func(element)
@@ -390,8 +570,9 @@ def _trace(dataset, func, what, returns_dataset=False):
             if value is None:
                 raise ValueError("The function passed to %s returned None: it must return a "
                                  "tensor or a nested structure (tuple, dict) of tensors" % label)
-            return [_returned_tensor(v, label) for v in nest.flatten(
-                tuple(value) if isinstance(value, list) else value)]
+            returned.extend(_returned(v, label) for v in nest.flatten(
+                tuple(value) if isinstance(value, list) else value))
+            return nest.plain(returned)
         ops, outputs, _ = _build_branch(graph, call, label)
     branch, reads, waits, variables = _export(ops, outputs)
     if variables:
@@ -407,10 +588,16 @@ def _trace(dataset, func, what, returns_dataset=False):
             "Tout": [t.dtype.base_dtype for t in outputs],
             "args": [["arg", position[t]] if t in position else ["input", captures.index(t)]
                      for t in reads]}
-    return _Traced(attr, captures, waits, _elementwise(ops, args, outputs)), outputs, result[0]
+    traced = _Traced(attr, captures, waits, _elementwise(ops, args, outputs))
+    return traced, nest.specs(returned), result[0]
 
 
-def _returned_tensor(value, label):
+def _returned(value, label):
+    """A component a dataset function returned: a Tensor, or a SparseTensor."""
+    if isinstance(value, SparseTensor):
+        return value
+    if isinstance(value, SparseTensorValue):
+        return SparseTensor.from_value(value)
     if isinstance(value, Operation):
         raise TypeError("The function passed to %s returned the Operation %s: return tensors "
                         "(an Operation has no value)" % (label, value.name))
@@ -424,15 +611,34 @@ def _returned_tensor(value, label):
 def _as_element(tensors, what):
     if tensors is None:
         raise TypeError("Dataset.%s() needs tensors, got None" % what)
-    flat = []
+    leaves = []
     for v in nest.flatten(tensors):
+        if nest.is_sparse(v):
+            leaves.append(SparseTensor.from_value(v))
+            continue
         try:
-            flat.append(convert_to_tensor(v))
+            leaves.append(convert_to_tensor(v))
         except (TypeError, ValueError) as e:
             raise TypeError("Dataset.%s(): %r is not a tensor and cannot be converted to one (%s)"
                             % (what, v, e)) from None
     element = nest.map_structure(lambda _: None, tensors)
-    return (element if isinstance(tensors, tuple | dict) else None), flat
+    return (element if nest.is_nested(tensors) else None), leaves
+
+
+def _check_batched(value, shape):
+    """``value`` (a component) has a first dimension to slice, as from_tensor_slices needs."""
+    if shape.ndims != 0:
+        return
+    if isinstance(value, SparseTensor):
+        raise ValueError("Unbatching a sparse tensor is only supported for rank >= 1. Obtained "
+                         "input: %s" % (value,))
+    raise ValueError("from_tensor_slices: %s is a scalar; every component needs a first "
+                     "dimension to slice" % value.name)
+
+
+def _unbatched(shape):
+    """The static shape of an element's slice along its first dimension."""
+    return shape[1:] if shape.ndims is not None else unknown_shape()
 
 
 def _int64(value, what):
@@ -482,12 +688,12 @@ class TFRecordDataset(Dataset):
                          compression_type=_compression_type(compression_type))
 
 
-def _filenames(filenames):
+def _filenames(filenames, what="filenames"):
     t = convert_to_tensor(filenames, dtype=_dtypes.string) if not isinstance(filenames, Tensor) \
         else filenames
     if t.dtype.base_dtype != _dtypes.string or t.get_shape().ndims not in (None, 0, 1):
-        raise TypeError("filenames must be a string scalar or vector, got %s %s"
-                        % (t.dtype.name, t.get_shape()))
+        raise TypeError("%s must be a string scalar or vector, got %s %s"
+                        % (what, t.dtype.name, t.get_shape()))
     return t
 
 

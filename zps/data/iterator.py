@@ -26,6 +26,7 @@ from zps.framework.graph import Tensor, convert_to_tensor, get_default_graph
 from zps.framework.tensor_shape import as_shape, unknown_shape
 from zps.ops import dataset_ops  # noqa: F401 - registers the iterator ops
 from zps.ops.op_util import make_op
+from zps.ops.sparse_ops import SparseTensor
 
 
 class Iterator:
@@ -42,11 +43,19 @@ class Iterator:
         self._output_classes = output_classes
         self._types = nest.flatten(output_types)
         self._shapes = nest.flatten(output_shapes)
+        self._classes = nest.flatten(output_classes)
+        # What IteratorGetNext yields: the plain tensors carrying the components (see
+        # zps.data.structure).
+        self._plain_types, self._plain_shapes = nest.plain_specs(self._types, self._shapes,
+                                                                 self._classes)
 
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """An uninitialized iterator for elements of this structure; ``make_initializer(dataset)``
-        makes the op that starts it on a dataset.
+        makes the op that starts it on a dataset. ``output_classes`` (the same structure, of
+        ``tf.Tensor`` and ``tf.SparseTensor``; all Tensors if None) says which components are
+        SparseTensors; ``output_types`` then gives their values' dtype, ``output_shapes`` their
+        dense shape.
 
         >>> import zps as tf
         >>> with tf.Graph().as_default():
@@ -61,18 +70,19 @@ class Iterator:
         ...         print(a, sess.run(x))
         0 10
         """
-        output_types, output_shapes = _structure(output_types, output_shapes)
+        output_types, output_shapes, output_classes = _structure(output_types, output_shapes,
+                                                                 output_classes)
+        types, shapes = _plain_specs(output_types, output_shapes, output_classes)
         handle = make_op("Iterator", [], name="Iterator", shared_name=shared_name or "",
-                         output_types=tuple(nest.flatten(output_types)),
-                         output_shapes=tuple(nest.flatten(output_shapes)))
-        return Iterator(handle, None, output_types, output_shapes,
-                        nest.map_structure(lambda _: Tensor, output_types))
+                         output_types=types, output_shapes=shapes)
+        return Iterator(handle, None, output_types, output_shapes, output_classes)
 
     @staticmethod
     def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
         """The iterator whose ``string_handle()`` value ``string_handle`` (a string scalar tensor,
         usually a placeholder) has when a step runs: one ``get_next()`` reads from whichever
         iterator is fed (TF1's feedable iterator). The iterator must be on the task this runs on.
+        ``output_classes`` as for ``from_structure``.
 
         >>> import zps as tf
         >>> with tf.Graph().as_default():
@@ -86,13 +96,13 @@ class Iterator:
         ...         print(sess.run(x, {handle: h_train}), sess.run(x, {handle: h_valid}))
         0 0
         """
-        output_types, output_shapes = _structure(output_types, output_shapes)
+        output_types, output_shapes, output_classes = _structure(output_types, output_shapes,
+                                                                 output_classes)
+        types, shapes = _plain_specs(output_types, output_shapes, output_classes)
         handle = make_op("IteratorFromStringHandle", [convert_to_tensor(string_handle)],
-                         name="IteratorFromStringHandle",
-                         output_types=tuple(nest.flatten(output_types)),
-                         output_shapes=tuple(nest.flatten(output_shapes)))
-        return Iterator(handle, None, output_types, output_shapes,
-                        nest.map_structure(lambda _: Tensor, output_types))
+                         name="IteratorFromStringHandle", output_types=types,
+                         output_shapes=shapes)
+        return Iterator(handle, None, output_types, output_shapes, output_classes)
 
     def string_handle(self, name=None):
         """A string scalar naming this iterator, to feed to ``from_string_handle``'s placeholder."""
@@ -104,21 +114,24 @@ class Iterator:
     @staticmethod
     def _one_shot(dataset):
         plan, tensors, waits = dataset._plan()
+        types, shapes = dataset._plain_specs()
         with get_default_graph().control_dependencies(waits):
             handle = make_op("OneShotIterator", tensors, name="OneShotIterator", dataset=plan,
-                             output_types=tuple(dataset._types),
-                             output_shapes=tuple(dataset._shapes))
+                             output_types=tuple(types), output_shapes=tuple(shapes))
         return Iterator(handle, None, dataset.output_types, dataset.output_shapes,
                         dataset.output_classes)
 
     def make_initializer(self, dataset, name=None):
         """The op that (re)starts this iterator at the first element of ``dataset`` (which must
-        have this iterator's structure, types and compatible shapes)."""
+        have this iterator's structure, classes, types and compatible shapes)."""
         if not nest.same_structure(self._output_types, dataset.output_types):
             raise TypeError("The two structures don't have the same nested structure: the "
                             "iterator's elements are %s, the dataset's %s"
                             % (nest.describe(self._output_types),
                                nest.describe(dataset.output_types)))
+        if self._classes != dataset._classes:
+            raise TypeError("Expected output classes %r but got dataset with output classes %r."
+                            % (self._output_classes, dataset.output_classes))
         if self._types != dataset._types:
             raise TypeError("Expected output types %r but got dataset with output types %r."
                             % (self._output_types, dataset.output_types))
@@ -132,14 +145,17 @@ class Iterator:
                            name=name or "make_initializer", dataset=plan)
 
     def get_next(self, name=None):
-        """The next element: this iterator's structure of tensors, one new value per step
-        (OutOfRangeError after the last)."""
+        """The next element: this iterator's structure of tensors (and SparseTensors, whose
+        fetched values are SparseTensorValues), one new value per step (OutOfRangeError after
+        the last)."""
         graph = self._iterator_resource.graph
         with graph.colocate_with(self._iterator_resource.op):
             out = make_op("IteratorGetNext", [self._iterator_resource], name=name or
-                          "IteratorGetNext", num_outputs=len(self._types),
-                          output_types=tuple(self._types), output_shapes=tuple(self._shapes))
-        return nest.pack(self._output_types, out)
+                          "IteratorGetNext", num_outputs=len(self._plain_types),
+                          output_types=tuple(self._plain_types),
+                          output_shapes=tuple(self._plain_shapes))
+            return nest.pack(self._output_types,
+                             nest.components(out, self._shapes, self._classes))
 
     @property
     def initializer(self):
@@ -161,11 +177,17 @@ class Iterator:
         return self._output_classes
 
 
-def _structure(output_types, output_shapes):
-    """(types, shapes) as nested structures of DTypes and TensorShapes (shapes unknown if None)."""
+def _structure(output_types, output_shapes, output_classes=None):
+    """(types, shapes, classes) as nested structures of DTypes, TensorShapes (unknown if None)
+    and component classes (Tensor if None)."""
     output_types = nest.map_structure(lambda t: _dtypes.as_dtype(t).base_dtype, output_types)
+    return (output_types, _shapes(output_types, output_shapes),
+            _classes(output_types, output_classes))
+
+
+def _shapes(output_types, output_shapes):
     if output_shapes is None:
-        return output_types, nest.map_structure(lambda _: unknown_shape(), output_types)
+        return nest.map_structure(lambda _: unknown_shape(), output_types)
     try:
         shapes = nest.flatten(nest.pack(output_types, nest.flatten(output_shapes)))
     except ValueError:
@@ -173,7 +195,32 @@ def _structure(output_types, output_shapes):
     if shapes is None or not nest.same_structure(output_types, output_shapes):
         raise TypeError("output_shapes %s must have the structure of output_types %s"
                         % (output_shapes, nest.describe(output_types)))
-    return output_types, nest.pack(output_types, [as_shape(s) for s in shapes])
+    return nest.pack(output_types, [as_shape(s) for s in shapes])
+
+
+def _classes(output_types, output_classes):
+    if output_classes is None:
+        return nest.map_structure(lambda _: Tensor, output_types)
+    if not nest.same_structure(output_types, output_classes):
+        raise TypeError("output_classes %s must have the structure of output_types %s"
+                        % (output_classes, nest.describe(output_types)))
+    return nest.map_structure(_component_class, output_classes)
+
+
+def _component_class(cls):
+    for base in (SparseTensor, Tensor):
+        if isinstance(cls, type) and issubclass(cls, base):
+            return base
+    raise TypeError("Could not build a structure for output class %s: each component class in "
+                    "`output_classes` must be tf.Tensor or tf.SparseTensor"
+                    % getattr(cls, "__name__", repr(cls)))
+
+
+def _plain_specs(output_types, output_shapes, output_classes):
+    """The plain tensors' (dtypes, shapes) as op attrs (see zps.data.structure)."""
+    types, shapes = nest.plain_specs(nest.flatten(output_types), nest.flatten(output_shapes),
+                                     nest.flatten(output_classes))
+    return tuple(types), tuple(shapes)
 
 
 def make_one_shot_iterator(dataset):

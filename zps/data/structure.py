@@ -1,19 +1,44 @@
 """Nested structures of dataset elements, by ``tf.data``'s rules: tuples (namedtuples too) and
 dicts (flattened in sorted key order) are structure; everything else, lists included, is a leaf
-(``from_tensor_slices([1, 2])`` has one component).
+(``from_tensor_slices([1, 2])`` has one component), and so is a ``SparseTensorValue``.
 
 >>> flatten({"b": 1, "a": (2, 3)})
 [2, 3, 1]
 >>> pack({"b": None, "a": (None, None)}, [2, 3, 1])
 {'b': 1, 'a': (2, 3)}
+
+A component is a Tensor or a SparseTensor (its class, ``output_classes``). Pipelines and
+iterators carry plain tensors only: a SparseTensor travels as its three dense tensors
+(``indices``, ``values``, ``dense_shape``), taken apart by ``plain`` and put together again by
+``components`` (TF's "normalized" representation, without the variant tensor).
+
+>>> from zps.framework.tensor_shape import TensorShape
+>>> from zps.ops.sparse_ops import SparseTensor
+>>> types, shapes = plain_specs(["float32"], [TensorShape([None, 3])], [SparseTensor])
+>>> [t.name for t in types], shapes
+(['int64', 'float32', 'int64'], [TensorShape([None, 2]), TensorShape([None]), TensorShape([2])])
 """
+
+from zps.framework import dtypes as _dtypes
+from zps.framework.graph import Tensor
+from zps.framework.tensor_shape import TensorShape
+from zps.ops.sparse_ops import SparseTensor, SparseTensorValue, _sparse_out, _sparse_shapes
+
+
+def _is_structure(value):
+    return isinstance(value, tuple) and not isinstance(value, SparseTensorValue)
+
+
+def is_nested(value):
+    """Whether ``value`` is a structure (a tuple or dict), not a leaf."""
+    return isinstance(value, dict) or _is_structure(value)
 
 
 def flatten(value):
     """The leaves of ``value``, in order."""
     if isinstance(value, dict):
         return [x for k in sorted(value) for x in flatten(value[k])]
-    if isinstance(value, tuple):
+    if _is_structure(value):
         return [x for v in value for x in flatten(v)]
     return [value]
 
@@ -32,7 +57,7 @@ def _pack(structure, it):
     if isinstance(structure, dict):
         packed = {k: _pack(structure[k], it) for k in sorted(structure)}
         return type(structure)((k, packed[k]) for k in structure)   # the caller's key order
-    if isinstance(structure, tuple):
+    if _is_structure(structure):
         items = [_pack(v, it) for v in structure]
         return type(structure)(*items) if hasattr(structure, "_fields") else tuple(items)
     return next(it)
@@ -48,8 +73,8 @@ def same_structure(a, b):
     if isinstance(a, dict) or isinstance(b, dict):
         return isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b) and \
             all(same_structure(a[k], b[k]) for k in a)
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+    if _is_structure(a) or _is_structure(b):
+        return _is_structure(a) and _is_structure(b) and len(a) == len(b) and \
             all(same_structure(x, y) for x, y in zip(a, b))
     return True
 
@@ -58,7 +83,55 @@ def describe(structure):
     """The structure as a short string, leaves shown as ``.``."""
     if isinstance(structure, dict):
         return "{%s}" % ", ".join("%r: %s" % (k, describe(structure[k])) for k in sorted(structure))
-    if isinstance(structure, tuple):
+    if _is_structure(structure):
         inner = ", ".join(describe(v) for v in structure)
         return "(%s)" % (inner + "," if len(structure) == 1 else inner)
     return "."
+
+
+# -- components: Tensors and SparseTensors, carried as plain tensors -------------------------------
+def is_sparse(value):
+    """Whether ``value`` is a sparse component (a SparseTensor or a SparseTensorValue)."""
+    return isinstance(value, SparseTensor | SparseTensorValue)
+
+
+def specs(leaves):
+    """(dtypes, static shapes, classes) of components (Tensors and SparseTensors)."""
+    return ([v.dtype.base_dtype for v in leaves], [v.get_shape() for v in leaves],
+            [SparseTensor if isinstance(v, SparseTensor) else Tensor for v in leaves])
+
+
+def plain(leaves):
+    """The plain tensors carrying components: a SparseTensor's indices, values, dense_shape."""
+    return [t for v in leaves for t in ([v.indices, v.values, v.dense_shape]
+                                        if isinstance(v, SparseTensor) else [v])]
+
+
+def plain_specs(types, shapes, classes):
+    """(dtypes, static shapes) of the plain tensors carrying components of these specs."""
+    out_types, out_shapes = [], []
+    for dtype, shape, cls in zip(types, shapes, classes):
+        if cls is SparseTensor:
+            out_types += [_dtypes.int64, _dtypes.as_dtype(dtype), _dtypes.int64]
+            out_shapes += _sparse_shapes(TensorShape(shape).ndims)
+        else:
+            out_types.append(_dtypes.as_dtype(dtype))
+            out_shapes.append(TensorShape(shape))
+    return out_types, out_shapes
+
+
+def components(tensors, shapes, classes):
+    """The components carried by the plain ``tensors``: each SparseTensor rebuilt from its three,
+    knowing its static dense shape from ``shapes``."""
+    it, out = iter(tensors), []
+    for shape, cls in zip(shapes, classes):
+        if cls is SparseTensor:
+            out.append(_sparse_out(next(it), next(it), next(it), TensorShape(shape)))
+        else:
+            out.append(next(it))
+    return out
+
+
+def sparse_flags(classes):
+    """Which components are sparse (a pipeline node's ``sparse`` attr: see dataset_ops)."""
+    return [cls is SparseTensor for cls in classes]

@@ -11,7 +11,7 @@
 import re
 
 _JOB_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
+_ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):(\d+)$")
 
 
 def check_address(address, where="address"):
@@ -19,9 +19,12 @@ def check_address(address, where="address"):
     if not isinstance(address, str):
         raise TypeError("%s must be a 'host:port' string, got %r" % (where, address))
     m = _ADDRESS.match(address)
-    if not m or int(m.group(2)) > 65535:
+    if not m:
         raise ValueError("%s %r is not of the form 'host:port' (e.g. 'localhost:2222', "
                          "'10.0.0.5:2222', '[::1]:2222')" % (where, address))
+    if int(m.group(2)) > 65535:
+        raise ValueError("%s %r is not a valid 'host:port': port %s is out of range (0-65535)"
+                         % (where, address, m.group(2)))
     return address
 
 

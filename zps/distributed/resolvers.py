@@ -119,6 +119,20 @@ def _tf_config_task():
     return task
 
 
+def _task_index(index):
+    """TF_CONFIG's task index as an int: a JSON integer, or a string of digits as some operators
+    write it (TF reads both). Nothing is rounded or coerced: ``0.5`` or ``true`` would silently
+    name another task."""
+    if isinstance(index, str) and re.fullmatch(r"\s*[0-9]+\s*", index):
+        return int(index)
+    if isinstance(index, int) and not isinstance(index, bool) and index >= 0:
+        return index
+    if isinstance(index, float) and index.is_integer() and index >= 0:
+        return int(index)   # 1.0: a JSON writer's integer
+    raise ValueError("TF_CONFIG's task index must be a non-negative integer (e.g. \"index\": 0), "
+                     "got %s" % json.dumps(index))
+
+
 class TFConfigClusterResolver(ClusterResolver):
     """The cluster in the ``TF_CONFIG`` environment variable, as Kubernetes TFJob operators set it.
 
@@ -151,11 +165,7 @@ class TFConfigClusterResolver(ClusterResolver):
         task = _tf_config_task()
         if "index" not in task:
             return None
-        try:
-            return int(task["index"])
-        except (TypeError, ValueError):
-            raise ValueError("TF_CONFIG's task index must be an integer, got %r"
-                             % (task["index"],)) from None
+        return _task_index(task["index"])
 
     @task_id.setter
     def task_id(self, task_id):

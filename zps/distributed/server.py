@@ -165,6 +165,7 @@ class PeerHeartbeats:
                 peer.up = False
                 peer.leaves += 1
         for address, _ in gone:
+            endpoint.peer_left(address)   # steps waiting on it fail now, not at their timeout
             log.info("%s: task %s at %s left (it stopped)", self._server.task, task, address)
 
     def snapshot(self):
@@ -230,6 +231,7 @@ class PeerHeartbeats:
                 return
             task, was_up, seen_before, known = peer.task, peer.up, peer.seen, peer.incarnation
             peer.up, peer.seen = True, time.monotonic()
+            endpoint.peer_back(address)
             if incarnation is not None:
                 peer.incarnation = incarnation
             restarted = incarnation is not None and known is not None and incarnation != known

@@ -476,12 +476,13 @@ def _write_dict_to_summary(output_dir, results, global_step):
     import importlib.util
     if importlib.util.find_spec("tensorboardX") is None:
         return
-    values = [{"tag": key, "simple_value": float(np.asarray(value))}
-              for key, value in sorted(results.items())
-              if key != GraphKeys.GLOBAL_STEP and np.size(value) == 1
-              and np.issubdtype(np.asarray(value).dtype, np.number)]
+    from zps.ops.summary_proto import Summary
+    summary = Summary(value=[Summary.Value(tag=key, simple_value=float(np.asarray(value)))
+                             for key, value in sorted(results.items())
+                             if key != GraphKeys.GLOBAL_STEP and np.size(value) == 1
+                             and np.issubdtype(np.asarray(value).dtype, np.number)])
     writer = FileWriterCache.get(output_dir)
-    writer.add_summary(values, int(global_step))
+    writer.add_summary(summary, int(global_step))
     writer.flush()
 
 

@@ -1,4 +1,15 @@
-"""The per-thread default session used by ``Tensor.eval()`` and ``Operation.run()``."""
+"""The per-thread default session used by ``Tensor.eval()`` and ``Operation.run()``
+(``tf.get_default_session()``).
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     sess = tf.Session()
+...     with sess.as_default():
+...         print(tf.get_default_session() is sess)
+...     print(tf.get_default_session())
+True
+None
+"""
 
 import threading
 
@@ -16,6 +27,12 @@ def get():
     """The innermost session made default with ``sess.as_default()`` in this thread, or None."""
     s = _stack()
     return s[-1] if s else None
+
+
+def get_default_session():
+    """TF1's ``tf.get_default_session()``: the innermost session made default in this thread
+    (``with sess.as_default():`` or ``with tf.Session() as sess:``), or None."""
+    return get()
 
 
 def push(session):

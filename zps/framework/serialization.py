@@ -2,7 +2,8 @@
 a ``py_func``'s function sent to another task where pickles are allowed: see CALLABLE_ATTR).
 
 A graph_def is a dict shaped like TF1's GraphDef, made only of dicts, lists, str, bytes, ints,
-floats, bools and None, so msgpack (or JSON, bytes aside) can carry it::
+floats, bools and None, so msgpack (or JSON, bytes aside) can carry it (``as_graph_def`` gives
+dict subclasses whose fields are also attributes, as TF1's: ``[n.name for n in gd.node]``)::
 
     {"versions": {"producer": 1, "min_consumer": 1},
      "node": [{"name": "layer/w", "op": "VariableV2", "device": "/job:ps/task:0",
@@ -60,6 +61,27 @@ _TENSOR_NAME = re.compile(r"^(\^?)([^:^][^:]*)(?::(\d+))?$")  # names never hold
 
 
 # -- encoding ------------------------------------------------------------------------------------
+class GraphDef(dict):
+    """A graph_def: the plain-data dict, its fields also attributes as in TF1's GraphDef
+    (``graph_def.node``, ``graph_def.versions``)."""
+
+    __slots__ = ()
+    node = property(lambda self: self["node"])
+    versions = property(lambda self: self["versions"])
+
+
+class NodeDef(dict):
+    """A node of a graph_def: the plain-data dict, its fields also attributes as in TF1's
+    NodeDef (``node.name``, ``node.op``, ``node.input``, ``node.device``, ``node.attr``)."""
+
+    __slots__ = ()
+    name = property(lambda self: self["name"])
+    op = property(lambda self: self["op"])
+    input = property(lambda self: self["input"])
+    device = property(lambda self: self["device"])
+    attr = property(lambda self: self["attr"])
+
+
 def graph_to_def(graph, ops=None, add_shapes=False, buffers=None):
     """``graph`` (or just ``ops`` of it, in the given order) as a plain-data graph_def.
 
@@ -70,8 +92,8 @@ def graph_to_def(graph, ops=None, add_shapes=False, buffers=None):
     transport can send them as raw frames instead of inside a header.
     """
     ops = graph.get_operations() if ops is None else list(ops)
-    return {"versions": dict(VERSIONS),
-            "node": [node_to_def(op, add_shapes=add_shapes, buffers=buffers) for op in ops]}
+    return GraphDef(versions=dict(VERSIONS),
+                    node=[node_to_def(op, add_shapes=add_shapes, buffers=buffers) for op in ops])
 
 
 OUT_OF_BAND_BYTES = 64 << 10   # arrays at least this large go to ``buffers`` when one is given
@@ -113,9 +135,9 @@ def node_to_def(op, add_shapes=False, buffers=None):
         attr["_num_outputs"] = len(op._outputs)
     if add_shapes:
         attr["_output_shapes"] = {"list": [encode_attr(t.get_shape()) for t in op._outputs]}
-    return {"name": op.name, "op": op.type, "device": op.device,
-            "input": [_input_name(t) for t in op._inputs] + ["^" + c.name for c in op._control_inputs],
-            "attr": attr}
+    return NodeDef(name=op.name, op=op.type, device=op.device,
+                   input=[_input_name(t) for t in op._inputs]
+                   + ["^" + c.name for c in op._control_inputs], attr=attr)
 
 
 def _input_name(t):

@@ -280,7 +280,8 @@ class TensorShape:
     def __str__(self):
         if self._dims is None:
             return "<unknown>"
-        return "(" + ", ".join("?" if d is None else str(d) for d in self._dims) + ")"
+        dims = ["?" if d is None else str(d) for d in self._dims]
+        return "(%s,)" % dims[0] if len(dims) == 1 else "(" + ", ".join(dims) + ")"   # TF1's
 
 
 def as_shape(value):

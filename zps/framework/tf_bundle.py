@@ -30,6 +30,8 @@ import struct
 import numpy as np
 
 from zps.framework import errors
+from zps.framework.protobuf import DecodeError, fields, signed64
+from zps.framework.protobuf import decode_varint as _varint  # LevelDB's varints are protobuf's
 
 MAGIC = 0xdb4775248b80fb57
 FOOTER_BYTES = 48
@@ -53,57 +55,12 @@ class _CorruptError(Exception):
     pass
 
 
-# -- protobuf wire format (just what the bundle protos use) ---------------------------------------
-def _varint(buf, pos):
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise _CorruptError("truncated or overlong varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7f) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _signed(v):
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def _fields(buf):
-    """``(field number, wire type, value)`` of a serialized message: ints for varints and fixed
-    numbers, bytes for length-delimited fields."""
-    pos, out = 0, []
-    while pos < len(buf):
-        tag, pos = _varint(buf, pos)
-        number, wire = tag >> 3, tag & 7
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire == 1:
-            if pos + 8 > len(buf):
-                raise _CorruptError("truncated fixed64 field")
-            value, pos = struct.unpack_from("<Q", buf, pos)[0], pos + 8
-        elif wire == 5:
-            if pos + 4 > len(buf):
-                raise _CorruptError("truncated fixed32 field")
-            value, pos = struct.unpack_from("<I", buf, pos)[0], pos + 4
-        elif wire == 2:
-            n, pos = _varint(buf, pos)
-            if pos + n > len(buf):
-                raise _CorruptError("length-delimited field runs past its message")
-            value, pos = bytes(buf[pos:pos + n]), pos + n
-        else:
-            raise _CorruptError("unsupported wire type %d" % wire)
-        out.append((number, wire, value))
-    return out
-
-
+# -- the bundle's protos -------------------------------------------------------------------------
 def _shape(buf):
     dims = []
-    for number, _, value in _fields(buf):
+    for number, _, value in fields(buf):
         if number == 2:      # TensorShapeProto.dim
-            size = next((_signed(v) for n, _, v in _fields(value) if n == 1), 0)
+            size = next((signed64(v) for n, _, v in fields(value) if n == 1), 0)
             dims.append(size)
         elif number == 3 and value:
             raise _CorruptError("a tensor of unknown rank")
@@ -114,12 +71,12 @@ def _shape(buf):
 
 def _slice(buf, full):
     """A TensorSliceProto: ``(starts, lengths)``, a length of -1 where the extent is whole."""
-    extents = [value for number, _, value in _fields(buf) if number == 1]
+    extents = [value for number, _, value in fields(buf) if number == 1]
     if len(extents) != len(full):
         raise _CorruptError("a slice of rank %d of a tensor of rank %d" % (len(extents), len(full)))
     starts, lengths = [], []
     for ext in extents:
-        f = {n: _signed(v) for n, _, v in _fields(ext)}
+        f = {n: signed64(v) for n, _, v in fields(ext)}
         starts.append(f.get(1, 0))
         lengths.append(f.get(2, -1))
     return starts, lengths
@@ -127,7 +84,7 @@ def _slice(buf, full):
 
 def _entry(buf):
     e = {"dtype": 0, "shape": [], "shard": 0, "offset": 0, "size": 0, "slices": []}
-    for number, _, value in _fields(buf):
+    for number, _, value in fields(buf):
         if number == 1:
             e["dtype"] = value
         elif number == 2:
@@ -135,9 +92,9 @@ def _entry(buf):
         elif number == 3:
             e["shard"] = value
         elif number == 4:
-            e["offset"] = _signed(value)
+            e["offset"] = signed64(value)
         elif number == 5:
-            e["size"] = _signed(value)
+            e["size"] = signed64(value)
         elif number == 7:
             e["slices"].append(value)
     return e
@@ -235,7 +192,7 @@ def parse_index(raw, prefix):
         header, entries = None, {}
         for key, value in _table(raw):
             if key == b"":
-                header = {n: v for n, _, v in _fields(value)}
+                header = {n: v for n, _, v in fields(value)}
             else:
                 entries[key] = _entry(value)
         if header is None:
@@ -259,7 +216,7 @@ def parse_index(raw, prefix):
             else:
                 info["shard"], info["key"] = _place(name, key, e, data, num_shards)
             tensors[name] = info
-    except (_CorruptError, UnicodeDecodeError, struct.error) as exc:
+    except (_CorruptError, DecodeError, UnicodeDecodeError, struct.error) as exc:
         raise errors.DataLossError(None, None, "Checkpoint index %s is not a valid TensorFlow "
                                    "checkpoint index: %s" % (path, exc)) from None
     names = ["%s.data-%05d-of-%05d" % (os.path.basename(prefix), i, num_shards)
@@ -352,7 +309,7 @@ class BundleShard:
             pos += 4   # the checksum of the lengths
             if pos + sum(lengths) != len(raw):
                 raise _CorruptError("string lengths do not add up to the entry's size")
-        except _CorruptError as exc:
+        except (_CorruptError, DecodeError) as exc:
             raise self._corrupt(key, str(exc)) from None
         out = np.empty(count, dtype=object)
         for i, n in enumerate(lengths):

@@ -285,8 +285,20 @@ register_op("Shape", dtype=lambda op: op._attrs["out_type"], shape=_shape_shape,
 _register_partial("Shape", _shape_partial)
 
 
+def _dense_shape_of_sparse(input, name, out_type):  # noqa: A002
+    """A SparseTensor's ``dense_shape`` as ``out_type`` (TF1's shape/size/rank of one), else
+    None."""
+    from zps.ops import math_ops, sparse_ops
+    if not isinstance(input, sparse_ops.SparseTensor | sparse_ops.SparseTensorValue):
+        return None
+    return math_ops.cast(input.dense_shape, _dtypes.as_dtype(out_type), name=name)
+
+
 def shape(input, name=None, out_type=_dtypes.int32):  # noqa: A002
-    """The runtime shape of ``input`` as a 1-D int tensor."""
+    """The runtime shape of ``input`` as a 1-D int tensor (a SparseTensor's ``dense_shape``)."""
+    sparse = _dense_shape_of_sparse(input, name, out_type)
+    if sparse is not None:
+        return sparse
     return make_op("Shape", [convert_to_tensor(input)], name=name or "Shape",
                    out_type=_dtypes.as_dtype(out_type))
 
@@ -305,7 +317,12 @@ register_constant_folder("Size", lambda op: None if op.inputs[0].get_shape().num
 
 
 def size(input, name=None, out_type=_dtypes.int32):  # noqa: A002
-    """The number of elements of ``input`` as a scalar int tensor."""
+    """The number of elements of ``input`` as a scalar int tensor (of a SparseTensor: of its
+    dense shape)."""
+    sparse = _dense_shape_of_sparse(input, None, out_type)
+    if sparse is not None:
+        from zps.ops import math_ops
+        return math_ops.reduce_prod(sparse, name=name or "Size")
     return make_op("Size", [convert_to_tensor(input)], name=name or "Size",
                    out_type=_dtypes.as_dtype(out_type))
 
@@ -317,7 +334,11 @@ register_constant_folder("Rank", lambda op: None if op.inputs[0].get_shape().ndi
 
 
 def rank(input, name=None):  # noqa: A002
-    """The number of dimensions of ``input`` as a scalar int32 tensor."""
+    """The number of dimensions of ``input`` as a scalar int32 tensor (of a SparseTensor: the
+    length of its dense shape)."""
+    sparse = _dense_shape_of_sparse(input, None, _dtypes.int32)
+    if sparse is not None:
+        return size(sparse, name=name or "Rank")
     return make_op("Rank", [convert_to_tensor(input)], name=name or "Rank")
 
 

@@ -454,7 +454,8 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     same structure of tensors (lists, tuples, dicts; an Operation becomes a bool tensor, True if
     the true branch ran). Tensors a branch uses from outside are computed before the cond runs;
     ops a branch creates run only when that branch is taken, and only if its result depends on
-    them. ``strict`` is accepted (single-element lists are returned as lists either way).
+    them. Unless ``strict``, a single-element list or tuple comes back as its element, as in
+    TF1.
 
     >>> import zps as tf
     >>> with tf.Graph().as_default():
@@ -492,7 +493,13 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
             if a.dtype.base_dtype != b.dtype.base_dtype:
                 raise ValueError("Outputs of true_fn and false_fn must have the same type: %s, %s"
                                  % (a.dtype.name, b.dtype.name))
-        return pack(_make_if(graph, pred, [_Function(ops, outs) for ops, outs, _ in built], "If"))
+        result = pack(_make_if(graph, pred, [_Function(ops, outs) for ops, outs, _ in built],
+                               "If"))
+        return result if strict else _unpack_if_singleton(result)
+
+
+def _unpack_if_singleton(result):
+    return result[0] if isinstance(result, list | builtins.tuple) and len(result) == 1 else result
 
 
 def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
@@ -534,8 +541,9 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
         def chain(i):
             if i == len(pairs):
                 return default()
-            return cond(preds[i], pairs[i][1], lambda: chain(i + 1))
-        return chain(0)
+            return cond(preds[i], pairs[i][1], lambda: chain(i + 1), strict=True)
+        result = chain(0)
+        return result if strict else _unpack_if_singleton(result)
 
 
 def _case_check_kernel(ctx, preds, exclusive, need_one, op_name):

@@ -46,13 +46,14 @@ CPU_ONLY = frozenset([
     "SparseAccumulatorApplyGradient", "AccumulatorTakeGradient", "SparseAccumulatorTakeGradient",
     "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep",
     "ScalarSummary", "HistogramSummary", "MergeSummary", "ImageSummary", "AudioSummary",
-    "TensorSummary", "SaveShard", "RestoreShard", "RestoreSlice", "WriteCheckpointIndex",
-    "ReportUninitialized", "PyFunc", "Print", "PrintV2", "Assert",
+    "TensorSummary", "TensorSummaryV2", "SaveShard", "RestoreShard", "RestoreSlice",
+    "WriteCheckpointIndex", "ReportUninitialized", "PyFunc", "Print", "PrintV2", "Assert",
     # candidate sampling: host kernels in TF1 too
     "LogUniformCandidateSampler", "UniformCandidateSampler", "FixedUnigramCandidateSampler",
     "ComputeAccidentalHits",
     "StringSplit", "StringToNumber", "AsString", "Substr", "ReduceJoin", "StringJoin", "DecodeCSV",
     "StringToHashBucketFast", "StringToHashBucketStrong", "VocabularyLookup", "SparseCross",
+    "ParseExampleV2", "DecodeRaw", "ReadFile",   # parsing_ops: host kernels in TF1 too
     "TextLineReaderV2", "WholeFileReaderV2", "ReaderReadV2", "ReaderReadUpToV2",
     "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",

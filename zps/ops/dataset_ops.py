@@ -8,7 +8,10 @@ tensors as inputs, so placeholders a dataset captured are fed when its initializ
 op ships to another task like any other (no pickles: a function is a graph, not Python).
 
 Where the iterator lives, each node becomes a Python iterable of elements (``_KINDS``); an element
-is a tuple of ndarrays, one per component. ``IteratorGetNext`` pulls the next one; functions run
+is a tuple of ndarrays, one per plain tensor: a SparseTensor component is three of them
+(indices, values, dense_shape; see ``zps.data.structure``), and the nodes that look into
+components (``slices``, ``batch``, ``unbatch``) have a ``sparse`` attr saying which components
+are sparse. ``IteratorGetNext`` pulls the next one; functions run
 as private plans within the step that pulls (``StepContext.run_subgraph``), so they see the task's
 resources and the step's cancellation. The end of the data is ``OutOfRangeError("End of
 sequence")``, which ``MonitoredSession`` and ``Coordinator`` treat as a clean stop.
@@ -22,8 +25,13 @@ sequence")``, which ``MonitoredSession`` and ``Coordinator`` treat as a clean st
 [0, 10, 20]
 """
 
+import glob
 import itertools
+import logging
+import os
 import threading
+import uuid
+import weakref
 
 import numpy as np
 
@@ -33,8 +41,13 @@ from zps.framework import errors
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape
 from zps.ops.control_flow_ops import _private_graph
+from zps.ops.script_ops import _ERROR_CLASSES
+from zps.ops.sparse_ops import SparseTensorValue
+
+log = logging.getLogger("zps.data")
 
 END_OF_SEQUENCE = "End of sequence"
+AUTOTUNE = -1   # tf.data.experimental.AUTOTUNE: interleave's cycle_length becomes the CPU count
 _SHUFFLE_DRAWS = 1024   # uniform numbers a shuffle draws at a time (one call per element is slow)
 
 
@@ -78,8 +91,9 @@ class _Iterator:
         """Whether its elements have these types and shapes (``exactly``, else compatible)."""
         if self.output_types != tuple(output_types):
             return False
-        if exactly:
-            return [s.as_list() for s in self.output_shapes] == [s.as_list() for s in output_shapes]
+        if exactly:   # as_tuple: None for an unknown rank (py_func's outputs, from_structure)
+            return [s.as_tuple() for s in self.output_shapes] == \
+                [s.as_tuple() for s in output_shapes]
         return all(a.is_compatible_with(b) for a, b in zip(self.output_shapes, output_shapes))
 
 
@@ -188,6 +202,23 @@ def _kind(name):
     return register
 
 
+class _Resumable:
+    """An iterator whose next element is ``step()``. Unlike a generator, it lives on after an
+    error from its input (its state is in ``step``'s closure), as TF's iterators do: the next
+    pull reads on, so ``ignore_errors`` can skip a failed element."""
+
+    __slots__ = ("step",)
+
+    def __init__(self, step):
+        self.step = step
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.step()
+
+
 def _instantiate(plan, inputs, step):
     """The iterable of the dataset ``plan`` (see the module doc) with tensor values ``inputs``."""
     env = _Env(inputs, step)
@@ -226,21 +257,22 @@ def _from_tensors(node, parents, env):
 
 @_kind("slices")
 def _from_slices(node, parents, env):
-    values = _inputs(node, env)
+    values = _grouped(_inputs(node, env), node["sparse"])
     for k, v in enumerate(values):
-        if np.ndim(v) == 0:
+        if not isinstance(v, tuple) and np.ndim(v) == 0:
             raise errors.InvalidArgumentError(
                 None, None, "%s: component %d is a scalar; from_tensor_slices needs tensors with "
                 "a first dimension to slice" % (node["name"], k))
-    sizes = {len(v) for v in values}
-    if len(sizes) != 1:
+    rows = [_sparse_rows(v, node) if isinstance(v, tuple) else v for v in values]
+    sizes = [len(v) for v in rows]
+    if len(set(sizes)) != 1:
         raise errors.InvalidArgumentError(
             None, None, "%s: all components must have the same size in dimension 0, got sizes %s"
-            % (node["name"], [len(v) for v in values]))
-    n = sizes.pop()
+            % (node["name"], sizes))
 
-    def iterate():
-        return (tuple(v[i, ...] for v in values) for i in range(n))   # [i, ...]: a 0-d array
+    def iterate():   # v[i, ...]: a 0-d array for a vector
+        return (_ungrouped([v[i] if isinstance(v, list) else v[i, ...] for v in rows])
+                for i in range(sizes[0]))
     return iterate
 
 
@@ -255,7 +287,22 @@ def _range(node, parents, env):
 
 @_kind("zip")
 def _zip(node, parents, env):
-    return lambda: (sum(parts, ()) for parts in zip(*(p() for p in parents)))
+    def iterate():
+        inputs = [p() for p in parents]
+
+        def step():
+            # Every input is pulled even after one failed, keeping them in step (as TF's zip).
+            parts, error = [], None
+            for elements in inputs:
+                try:
+                    parts.append(next(elements))
+                except errors.OpError as e:
+                    error = error or e
+            if error is not None:
+                raise error
+            return sum(parts, ())
+        return _Resumable(step)
+    return iterate
 
 
 @_kind("concatenate")
@@ -306,19 +353,172 @@ def _flat_map(node, parents, env):
     (source,), fn = parents, _Function(node["fn"], node, env)
 
     def iterate():
-        for element in source():
-            yield from _instantiate(node["dataset"], fn(element), env.step)()
+        elements, inner = source(), None
+
+        def step():
+            nonlocal inner
+            while True:
+                if inner is None:
+                    inner = _inner(node, fn, next(elements), env)
+                element = next(inner, None)
+                if element is not None:
+                    return element
+                inner = None
+        return _Resumable(step)
     return iterate
 
 
+def _inner(node, fn, element, env):
+    """The iterator of the dataset a flat_map's (interleave's) function returns for ``element``."""
+    return iter(_instantiate(node["dataset"], fn(element), env.step)())
+
+
+@_kind("interleave")
+def _interleave(node, parents, env):
+    """TF's InterleaveDataset: ``cycle_length`` input elements' datasets open at once, read
+    ``block_length`` elements at a time in turn; an exhausted one takes the cycle's turn and its
+    slot is filled from the next input element when the turn comes back."""
+    (source,), fn = parents, _Function(node["fn"], node, env)
+    cycle, block = (_scalar(v, w, node) for v, w in zip(_inputs(node, env)[-2:],
+                                                         ("cycle_length", "block_length")))
+    cycle = _cpu_count() if cycle == AUTOTUNE else cycle
+    for value, what in ((cycle, "cycle_length"), (block, "block_length")):
+        if value <= 0:
+            raise errors.InvalidArgumentError(None, None, "%s must be greater than zero (%s, got "
+                                              "%d)" % (what, node["name"], value))
+
+    def iterate():
+        elements, slots = source(), [None] * cycle
+        index = in_block = is_open = 0
+        end_of_input = False
+
+        def advance():
+            nonlocal index, in_block
+            index, in_block = (index + 1) % cycle, 0
+
+        def step():
+            nonlocal in_block, is_open, end_of_input
+            while not end_of_input or is_open:
+                if slots[index] is not None:
+                    element = next(slots[index], None)
+                    if element is not None:
+                        in_block += 1
+                        if in_block == block:
+                            advance()
+                        return element
+                    slots[index] = None
+                    is_open -= 1
+                    advance()
+                elif not end_of_input:
+                    args = next(elements, None)
+                    if args is None:
+                        end_of_input = True
+                    else:
+                        slots[index] = _inner(node, fn, args, env)
+                        is_open += 1
+                else:
+                    advance()
+            raise StopIteration
+        return _Resumable(step)
+    return iterate
+
+
+def _cpu_count():
+    """The CPUs this process may run on (TF's port::MaxParallelism)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
+
+
+# -- SparseTensor components ---------------------------------------------------------------------
+def _grouped(element, sparse):
+    """An element's components (``sparse``: the node's flags, one per component): ndarrays, and
+    (indices, values, dense_shape) tuples for the sparse ones."""
+    plain = iter(element)
+    return [(next(plain), next(plain), next(plain)) if s else next(plain) for s in sparse]
+
+
+def _ungrouped(components):
+    """The element (a tuple of ndarrays) of these components."""
+    return tuple(x for c in components for x in (c if isinstance(c, tuple) else (c,)))
+
+
+def _sparse_rows(sparse, node):
+    """The slices of a SparseTensor ``(indices, values, dense_shape)`` along its first dimension,
+    as TF's SerializeManySparse makes them: its rank must be 2 or more, its indices in bounds and
+    in row-major order."""
+    indices, values, dense_shape = sparse
+    rank = len(dense_shape)
+    if rank < 2:
+        raise errors.InvalidArgumentError(None, None, "Rank of input SparseTensor should be > 1, "
+                                          "but saw rank: %d (%s)" % (rank, node["name"]))
+    if indices.ndim != 2 or indices.shape[1] != rank or len(values) != len(indices):
+        raise errors.InvalidArgumentError(
+            None, None, "%s: a SparseTensor of dense_shape %s has indices of shape %s and values "
+            "of shape %s" % (node["name"], dense_shape.tolist(), list(indices.shape),
+                             list(values.shape)))
+    _check_sparse_indices(indices, dense_shape)
+    bounds = np.searchsorted(indices[:, 0], np.arange(dense_shape[0] + 1))
+    rest = dense_shape[1:]
+    return [(indices[a:b, 1:], values[a:b], rest) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _check_sparse_indices(indices, dense_shape):
+    """TF's SparseTensor::IndicesValid: each index in bounds, each after the one before it in
+    row-major order (InvalidArgumentError naming the first that is not)."""
+    out = (indices < 0) | (indices >= dense_shape)
+    later = np.zeros(len(indices), bool)   # whether each index comes after the one before
+    later[0:1] = True
+    if len(indices) > 1:
+        diff = indices[1:] - indices[:-1]
+        first = np.argmax(diff != 0, axis=1)   # each row's first differing dimension
+        later[1:] = diff[np.arange(len(diff)), first] > 0
+    bad = np.flatnonzero(out.any(axis=1) | ~later)
+    if not bad.size:
+        return
+    n = int(bad[0])
+    index = "indices[%d] = [%s]" % (n, ",".join(str(i) for i in indices[n].tolist()))
+    if out[n].any():
+        problem = "is out of bounds: need 0 <= index < [%s]" % ",".join(
+            str(d) for d in dense_shape.tolist())
+    elif (indices[n] == indices[n - 1]).all():
+        problem = "is repeated"
+    else:
+        problem = ("is out of order. Many sparse ops require sorted indices.\n    Use "
+                   "`tf.sparse.reorder` to create a correctly ordered copy.\n\n")
+    raise errors.InvalidArgumentError(None, None, "%s %s" % (index, problem))
+
+
+def _batched_sparse(parts, k, node):
+    """SparseTensors ``(indices, values, dense_shape)`` as one of a rank more, as TF1 batches
+    them: the dense shape is the batch size, then each dimension's largest; each index is
+    prefixed with its element's position."""
+    ranks = [len(d) for _, _, d in parts]
+    for i, rank in enumerate(ranks):
+        if rank != ranks[0]:
+            raise errors.InvalidArgumentError(
+                None, None, "Inconsistent shape across SparseTensors: rank prior to "
+                "SparseTensor[%d] was: %d but rank of SparseTensor[%d] is: %d (component %d of %s)"
+                % (i, ranks[0], i, rank, k, node["name"]))
+    counts = [len(ix) for ix, _, _ in parts]
+    position = np.repeat(np.arange(len(parts), dtype=np.int64), counts)[:, None]
+    indices = np.concatenate([position, np.concatenate([ix for ix, _, _ in parts])], axis=1)
+    dense_shape = np.concatenate([[len(parts)], np.max([d for _, _, d in parts], axis=0)])
+    return (indices, np.concatenate([v for _, v, _ in parts]), dense_shape.astype(np.int64))
+
+
 def _batches(source, size, drop_remainder):
-    """Lists of up to ``size`` consecutive elements (exactly ``size`` with drop_remainder)."""
+    """Lists of up to ``size`` consecutive elements (exactly ``size`` with drop_remainder). An
+    error from the input drops the batch it was filling, as TF's."""
     elements = source()
-    while True:
+
+    def step():
         chunk = list(itertools.islice(elements, size))
         if not chunk or (drop_remainder and len(chunk) < size):
-            return
-        yield chunk
+            raise StopIteration
+        return chunk
+    return _Resumable(step)
 
 
 def _batch_size(node, env):
@@ -343,7 +543,10 @@ def _batch(node, parents, env):
 
     def stack(chunk):
         out = []
-        for k, parts in enumerate(zip(*chunk)):
+        for k, parts in enumerate(zip(*(_grouped(e, node["sparse"]) for e in chunk))):
+            if node["sparse"][k]:
+                out.append(_batched_sparse(parts, k, node))
+                continue
             try:
                 out.append(_stack(parts))
             except ValueError:
@@ -354,7 +557,7 @@ def _batch(node, parents, env):
                     "First element had shape %s and element %d had shape %s (%s; use "
                     "padded_batch for elements of different shapes)"
                     % (k, list(first), i, list(parts[i].shape), node["name"])) from None
-        return tuple(out)
+        return _ungrouped(out)
     return lambda: map(stack, _batches(source, size, node["drop_remainder"]))
 
 
@@ -381,6 +584,62 @@ def _padded_batch(node, parents, env):
     return lambda: map(pad, _batches(source, size, node["drop_remainder"]))
 
 
+@_kind("unbatch")
+def _unbatch(node, parents, env):
+    (source,) = parents
+
+    def rows(element):
+        components = _grouped(element, node["sparse"])
+        if any(not isinstance(v, tuple) and v.ndim == 0 for v in components):
+            raise errors.InvalidArgumentError(
+                None, None, "Input element must have a non-scalar value in each component (%s)."
+                % node["name"])
+        components = [_sparse_rows(v, node) if isinstance(v, tuple) else v for v in components]
+        sizes = [len(v) for v in components]
+        if any(n != sizes[0] for n in sizes):
+            k = next(k for k, n in enumerate(sizes) if n != sizes[0])
+            raise errors.InvalidArgumentError(
+                None, None, "Input element must have the same batch size in each component. "
+                "Component 0 had size %d but component %d had size, %d (%s)."
+                % (sizes[0], k, sizes[k], node["name"]))
+        return (_ungrouped([v[i] if isinstance(v, list) else v[i, ...] for v in components])
+                for i in range(sizes[0]))
+
+    def iterate():
+        elements, batch = source(), iter(())
+
+        def step():
+            nonlocal batch
+            while True:
+                element = next(batch, None)
+                if element is not None:
+                    return element
+                batch = rows(next(elements))
+        return _Resumable(step)
+    return iterate
+
+
+@_kind("ignore_errors")
+def _ignore_errors(node, parents, env):
+    """The input's elements, skipping those that raise an error (a cancelled step still stops)."""
+    (source,) = parents
+
+    def iterate():
+        elements = source()
+
+        def step():
+            while True:
+                try:
+                    return next(elements)
+                except errors.CancelledError:
+                    raise
+                except errors.OpError as e:
+                    if node["log_warning"]:
+                        log.warning("%s: ignoring error: %s", node["name"], e.message)
+        return _Resumable(step)
+    return iterate
+
+
 @_kind("shuffle")
 def _shuffle(node, parents, env):
     (source,) = parents
@@ -396,19 +655,40 @@ def _shuffle(node, parents, env):
         # Each epoch its own order (from the dataset's seeds), unless reshuffling is off.
         rng = np.random.Generator(np.random.PCG64(
             int(seeds.integers(2 ** 63)) if node["reshuffle_each_iteration"] else fixed))
-        elements = source()
-        buffer = list(itertools.islice(elements, size))
-        draws = iter(())
-        for element in elements:   # TF's algorithm: a random element out, the next one in
-            u = next(draws, None)
-            if u is None:
-                draws = iter(rng.random(_SHUFFLE_DRAWS).tolist())
-                u = next(draws)
-            k = int(u * len(buffer))
-            yield buffer[k]
-            buffer[k] = element
-        rng.shuffle(buffer)
-        yield from buffer
+        elements, buffer, draws = source(), [], iter(())
+        filled = ended = False
+
+        def end():
+            nonlocal ended
+            ended = True
+            rng.shuffle(buffer)
+            buffer.reverse()   # popped from the end: the shuffled order
+
+        def step():
+            nonlocal draws, filled
+            while not filled:
+                element = next(elements, None)
+                if element is None:
+                    filled = True
+                    end()
+                    break
+                buffer.append(element)
+                filled = len(buffer) == size
+            if not ended:
+                element = next(elements, None)
+                if element is not None:   # TF's algorithm: a random element out, the next in
+                    u = next(draws, None)
+                    if u is None:
+                        draws = iter(rng.random(_SHUFFLE_DRAWS).tolist())
+                        u = next(draws)
+                    k = int(u * len(buffer))
+                    out, buffer[k] = buffer[k], element
+                    return out
+                end()
+            if not buffer:
+                raise StopIteration
+            return buffer.pop()
+        return _Resumable(step)
     return iterate
 
 
@@ -418,15 +698,22 @@ def _repeat(node, parents, env):
     count = _scalar(_inputs(node, env)[0], "count", node)
 
     def iterate():
-        epoch = 0
-        while count < 0 or epoch < count:
-            empty = True
-            for element in source():
-                empty = False
-                yield element
-            if empty:   # an empty dataset repeated forever is empty, not a busy loop
-                return
-            epoch += 1
+        epoch, elements, empty = 0, None, True
+
+        def step():
+            nonlocal epoch, elements, empty
+            while count < 0 or epoch < count:
+                if elements is None:
+                    elements, empty = source(), True
+                element = next(elements, None)
+                if element is not None:
+                    empty = False
+                    return element
+                if empty:   # an empty dataset repeated forever is empty, not a busy loop
+                    break
+                elements, epoch = None, epoch + 1
+            raise StopIteration
+        return _Resumable(step)
     return iterate
 
 
@@ -434,7 +721,19 @@ def _repeat(node, parents, env):
 def _take(node, parents, env):
     (source,) = parents
     count = _scalar(_inputs(node, env)[0], "count", node)
-    return lambda: itertools.islice(source(), None if count < 0 else count)
+
+    def iterate():   # not itertools.islice: it drops its input at an error
+        elements, taken = source(), 0
+
+        def step():
+            nonlocal taken
+            if 0 <= count <= taken:
+                raise StopIteration
+            element = next(elements)
+            taken += 1
+            return element
+        return _Resumable(step)
+    return iterate
 
 
 @_kind("skip")
@@ -443,13 +742,18 @@ def _skip(node, parents, env):
     count = _scalar(_inputs(node, env)[0], "count", node)
 
     def iterate():
-        elements = source()
-        if count >= 0:
-            next(itertools.islice(elements, count, count), None)   # drops ``count`` elements
-            yield from elements
-        else:
-            for _ in elements:
-                pass
+        elements, left = source(), count
+
+        def step():
+            nonlocal left
+            if count < 0:
+                for _ in elements:
+                    pass
+            while left > 0:   # an element that fails is not counted, as in TF
+                next(elements)
+                left -= 1
+            return next(elements)
+        return _Resumable(step)
     return iterate
 
 
@@ -466,16 +770,29 @@ def _cache(node, parents, env):
     def iterate():
         if cached:
             return iter(cached[0])
-        return record()
+        elements, seen = source(), []
 
-    def record():
-        elements = []
-        for element in source():
-            elements.append(element)
-            yield element
-        if not cached:   # only a complete pass is kept, as TF's in-memory cache
-            cached.append(elements)
+        def step():
+            element = next(elements, None)
+            if element is None:
+                if not cached:   # only a complete pass is kept, as TF's in-memory cache
+                    cached.append(seen)
+                raise StopIteration
+            seen.append(element)
+            return element
+        return _Resumable(step)
     return iterate
+
+
+@_kind("list_files")
+def _list_files(node, parents, env):
+    """The files matching the patterns, sorted (as TF's MatchingFiles); none is an error."""
+    patterns = _filenames(node, env)
+    names = sorted(name for p in patterns for name in glob.glob(p))
+    if not names:
+        raise errors.InvalidArgumentError(None, None, "No files matched pattern: %s"
+                                          % ", ".join(patterns))
+    return lambda: ((_string(os.fsencode(n)),) for n in names)
 
 
 def _filenames(node, env):
@@ -518,3 +835,138 @@ def _string(data):
     out = np.empty((), dtype=object)
     out[()] = data
     return out
+
+
+# -- Dataset.from_generator: a Python generator, run where the iterator lives ---------------------
+# As a py_func's function, the generator stays in the process that built the dataset (in a
+# registry, for as long as its graph lives): the pipeline names it by a token.
+_generators = {}   # token -> _Generator
+
+
+class _Generator:
+    """A ``from_generator`` callable with its element's structure, dtypes and static shapes."""
+
+    def __init__(self, generator, structure, types, shapes):
+        self.generator = generator
+        self.structure = structure
+        self.types = types
+        self.shapes = shapes
+        self.name = getattr(generator, "__name__", type(generator).__name__)
+
+    def call(self, fn, *args):
+        """``fn(*args)``, the generator's exceptions as TF1's OpErrors (as py_func maps them)."""
+        try:
+            return fn(*args)
+        except (errors.OpError, StopIteration):
+            raise
+        except Exception as e:  # noqa: BLE001 - mapped to TF1's OpError classes
+            cls = next((c for t, c in _ERROR_CLASSES if isinstance(e, t)), errors.UnknownError)
+            raise cls(None, None, "from_generator: `generator` %s raised %s: %s"
+                      % (self.name, type(e).__name__, e)) from e
+
+    def element(self, value):
+        """A yielded ``value`` as the element's tuple of arrays, checked as TF's from_generator."""
+        flat = _flatten_up_to(self.structure, value)
+        if flat is None:
+            raise errors.InvalidArgumentError(
+                None, None, "`generator` yielded an element that did not match the expected "
+                "structure. The expected structure was %s, but the yielded element was %s."
+                % (_describe(self.structure, self.types), value))
+        out = []
+        for v, dtype, shape in zip(flat, self.types, self.shapes):
+            array = _generated_array(v, dtype)
+            if array is None:
+                raise errors.InvalidArgumentError(
+                    None, None, "`generator` yielded an element that could not be converted to "
+                    "the expected type. The expected type was %s, but the yielded element was %s."
+                    % (dtype.name, v))
+            if not shape.is_compatible_with(TensorShape(array.shape)):
+                raise errors.InvalidArgumentError(
+                    None, None, "`generator` yielded an element of shape %s where an element of "
+                    "shape %s was expected." % (array.shape, shape))
+            out.append(array)
+        return tuple(out)
+
+
+def register_generator(generator, structure, types, shapes, graph):
+    """Keep ``generator`` for the datasets of ``graph``; returns the token naming it."""
+    token = "generator_%s" % uuid.uuid4().hex
+    _generators[token] = _Generator(generator, structure, types, shapes)
+    weakref.finalize(graph, _generators.pop, token, None)
+    return token
+
+
+def _flatten_up_to(structure, value):
+    """The leaves of ``value`` down to ``structure``'s (None unless it nests the same tuples
+    and dicts, as TF's nest.flatten_up_to: a list is no tuple; a SparseTensorValue is no
+    tensor, as from_generator's components are dense)."""
+    if isinstance(value, SparseTensorValue):
+        return None
+    if isinstance(structure, dict):
+        if not isinstance(value, dict) or sorted(value) != sorted(structure):
+            return None
+        parts = [_flatten_up_to(structure[k], value[k]) for k in sorted(structure)]
+    elif isinstance(structure, tuple):
+        if not isinstance(value, tuple) or len(value) != len(structure):
+            return None
+        parts = [_flatten_up_to(s, v) for s, v in zip(structure, value)]
+    else:
+        return [value]
+    return None if any(p is None for p in parts) else [x for p in parts for x in p]
+
+
+def _describe(structure, types):
+    """The expected structure with its dtypes, as TF's message shows it."""
+    it = iter(types)
+
+    def fill(s):
+        if isinstance(s, dict):
+            return {k: fill(s[k]) for k in sorted(s)}
+        if isinstance(s, tuple):
+            return tuple(fill(v) for v in s)
+        return next(it)
+    return fill(structure)
+
+
+def _generated_array(value, dtype):
+    """``value`` as an ndarray of ``dtype`` (TF1's conversion: numpy's, str encoded as UTF-8),
+    or None if it does not convert."""
+    if dtype is _dtypes.string:
+        array = np.asarray(value, dtype=object)
+        items = [v.encode() if isinstance(v, str) else v for v in array.ravel().tolist()]
+        if not all(isinstance(v, bytes) for v in items):
+            return None
+        out = np.empty(array.shape, dtype=object)
+        out.ravel()[:] = items
+        return out
+    try:
+        return np.asarray(value, dtype=dtype.as_numpy_dtype)
+    except (TypeError, ValueError):
+        return None
+
+
+def _generator_arg(value):
+    """An input value as the generator gets it: a numpy scalar, bytes, or an ndarray."""
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+@_kind("generator")
+def _generator(node, parents, env):
+    entry = _generators.get(node["token"])
+    if entry is None:
+        raise errors.NotFoundError(
+            None, None, "The Python generator of %s is not in process %d: a dataset from "
+            "Dataset.from_generator runs in the process that built it; place its iterator "
+            "there" % (node["name"], os.getpid()))
+    args = [_generator_arg(v) for v in _inputs(node, env)]
+
+    def iterate():
+        values = None
+
+        def step():   # the generator is called at the first pull, as TF's
+            nonlocal values
+            if values is None:
+                values = entry.call(lambda: iter(entry.generator(*args)))
+            return entry.element(entry.call(next, values))
+        return _Resumable(step)
+    return iterate

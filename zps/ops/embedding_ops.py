@@ -12,6 +12,9 @@ its shard, so a ps receives only the distinct ids it holds and sends back only t
 rows are stitched back in id order and expanded to the ids' shape on the caller's side. The
 gradient with respect to each shard is one ``IndexedSlices`` over that shard's distinct looked-up
 rows (duplicates already summed), which the optimizers apply as in-place row updates on the ps.
+Updates come out as TF1's, but a norm of that gradient (``tf.global_norm``,
+``clip_by_global_norm``) is the true gradient's, where TF1's IndexedSlices repeat a row per
+occurrence of its id (README: where zps differs from TF1).
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():

@@ -10,7 +10,7 @@ Broadcasting is undone here, once, for every op registered with ``broadcast=True
 ...     y = x * x * x
 ...     dy, = tf.gradients(y, [x])
 ...     d2y, = tf.gradients(dy, [x])
-...     print(tf.Session().run([dy, d2y]))
+...     print([float(v) for v in tf.Session().run([dy, d2y])])
 [27.0, 18.0]
 """
 

@@ -20,7 +20,7 @@ from zps.framework import dtypes as _dtypes
 from zps.framework.constant import _check_lossless, constant
 from zps.framework.graph import Tensor, numpy_value
 from zps.framework.tensor_shape import as_shape
-from zps.ops import array_ops, random_ops, variables
+from zps.ops import array_ops, linalg_ops, math_ops, random_ops, variables
 
 # Above this many elements a constant filled with one value is built as a Fill op, so the graph
 # (which is serialized to other tasks) stays small, as TF1 keeps its constants compact.
@@ -313,6 +313,44 @@ class Identity(Initializer):
         return {"gain": self.gain, "dtype": self.dtype.name}
 
 
+class Orthogonal(Initializer):
+    """``gain`` times a random orthogonal matrix (Saxe et al., 2014): the Q of the QR
+    decomposition of a standard normal matrix, its columns' signs those of R's diagonal.
+
+    A shape of rank > 2 is made as the matrix ``[product of all dims but the last, last]`` then
+    reshaped; with fewer rows than columns the rows are the orthonormal ones.
+
+    >>> import numpy as np, zps as tf
+    >>> with tf.Graph().as_default():
+    ...     w = tf.Session().run(tf.orthogonal_initializer(gain=2.0, seed=1)([5, 3]))
+    ...     print(np.allclose(w.T @ w, 4 * np.eye(3), atol=1e-5))
+    True
+    """
+
+    def __init__(self, gain=1.0, seed=None, dtype=_dtypes.float32):
+        self.gain = gain
+        self.seed = seed
+        self.dtype = _assert_float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = _assert_float_dtype(dtype or self.dtype)
+        dims = _dims(shape, "orthogonal_initializer")
+        if len(dims) < 2:
+            raise ValueError("The tensor to initialize, specified by argument `shape` must be at "
+                             "least two-dimensional. Received shape=%s" % dims)
+        rows, cols = int(np.prod(dims[:-1])), dims[-1]
+        a = random_ops.random_normal([max(rows, cols), min(rows, cols)], dtype=dtype,
+                                     seed=self.seed)
+        q, r = linalg_ops.qr(a)
+        q = q * math_ops.sign(array_ops.diag_part(r))   # unique Q: R's diagonal made positive
+        if rows < cols:
+            q = array_ops.transpose(q)
+        return self.gain * array_ops.reshape(q, dims)
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
+
+
 def lecun_normal(seed=None):
     """Truncated normal with stddev ``sqrt(1 / fan_in)``."""
     return VarianceScaling(scale=1.0, mode="fan_in", distribution="truncated_normal", seed=seed)
@@ -344,6 +382,7 @@ uniform_unit_scaling_initializer = UniformUnitScaling
 variance_scaling_initializer = VarianceScaling
 glorot_uniform_initializer = GlorotUniform
 glorot_normal_initializer = GlorotNormal
+orthogonal_initializer = Orthogonal
 
 # ``tf.initializers``: TF1's namespace module of initializers (and variable-initializer ops).
 initializers = types.ModuleType("zps.initializers", "TF1's tf.initializers namespace.")
@@ -352,6 +391,7 @@ initializers.__dict__.update(
     random_normal=RandomNormal, truncated_normal=TruncatedNormal,
     uniform_unit_scaling=UniformUnitScaling, variance_scaling=VarianceScaling,
     glorot_uniform=GlorotUniform, glorot_normal=GlorotNormal, identity=Identity,
+    orthogonal=Orthogonal,
     lecun_normal=lecun_normal, lecun_uniform=lecun_uniform, he_normal=he_normal,
     he_uniform=he_uniform, global_variables=variables.global_variables_initializer,
     local_variables=variables.local_variables_initializer,
@@ -368,5 +408,6 @@ __all__ = [
     "variance_scaling_initializer",
     "glorot_uniform_initializer",
     "glorot_normal_initializer",
+    "orthogonal_initializer",
     "initializers",
 ]

@@ -1,6 +1,8 @@
 """TF1's layers (``tf.layers``, see zps/layers.py): dense, convolutions (1-D to 3-D, transposed,
 separable), pooling, dropout, flatten and batch normalization, built from tf.nn ops and
-``get_variable``.
+``get_variable``; the ``Layer`` base class users subclass (``build``/``call``/``add_weight``),
+with ``Dense``, ``Dropout``, ``Flatten`` and the pooling layers built on it (``dense`` is
+``Dense(...)(inputs)``, as in TF1).
 
 Each layer call opens a variable scope named ``name`` (by default the layer's kind, made unique:
 ``dense``, ``dense_1``, ...), so its variables are ``<scope>/kernel`` and ``<scope>/bias`` as
@@ -17,10 +19,12 @@ scope) shares them.
 """
 
 import contextlib
+import inspect
 import re
 
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph, is_symbolic
+from zps.framework.tensor_shape import as_shape
 from zps.ops import array_ops, conv_ops, init_ops, math_ops, nn_ops, state_ops, variable_scope
 
 _ZEROS = init_ops.zeros_initializer()   # TF1's default bias initializer
@@ -56,49 +60,385 @@ def _float_input(inputs, what):
     return inputs
 
 
+def _activity_loss(output, regularizer):
+    """``regularizer(output)`` per example (divided by the batch size, as TF1's Layer does), in a
+    name scope ``ActivityRegularizer``; None when the regularizer gives None."""
+    with get_default_graph().name_scope("ActivityRegularizer"):
+        loss = regularizer(output)
+        if loss is None:
+            return None
+        loss = convert_to_tensor(loss)
+        return loss / math_ops.cast(array_ops.shape(output)[0], loss.dtype)
+
+
 def _activity(outputs, activation, activity_regularizer):
     if activation is not None:
         outputs = activation(outputs)
     if activity_regularizer is not None:
-        loss = activity_regularizer(outputs)
+        loss = _activity_loss(outputs, activity_regularizer)
         if loss is not None:
             get_default_graph().add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return outputs
+
+
+def _flat(structure):
+    if isinstance(structure, list | tuple):
+        return [x for item in structure for x in _flat(item)]
+    return [structure]
+
+
+def _snake_case(name):
+    """A class name as TF1 names its layers: ``MaxPooling2D`` -> ``max_pooling2d``."""
+    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    name = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+    return name if name[0] != "_" else "private" + name
+
+
+class InputSpec:
+    """What a layer accepts: its inputs' ``dtype``, ``shape``, rank (``ndim``, ``min_ndim``,
+    ``max_ndim``) and the sizes of some ``axes`` (a dict axis -> size); checked each call."""
+
+    def __init__(self, dtype=None, shape=None, ndim=None, max_ndim=None, min_ndim=None,
+                 axes=None):
+        self.dtype = None if dtype is None else dtypes.as_dtype(dtype).name
+        self.shape = None if shape is None else tuple(shape)
+        self.ndim = len(shape) if shape is not None else ndim
+        self.max_ndim, self.min_ndim = max_ndim, min_ndim
+        self.axes = dict(axes or {})
+
+    def __repr__(self):
+        spec = [("dtype", self.dtype), ("shape", self.shape), ("ndim", self.ndim),
+                ("max_ndim", self.max_ndim), ("min_ndim", self.min_ndim),
+                ("axes", self.axes or None)]
+        return "InputSpec(%s)" % ", ".join("%s=%r" % kv for kv in spec if kv[1] is not None)
+
+    def check(self, x, index, layer):
+        """Raise ValueError unless tensor ``x`` (input ``index`` of ``layer``) fits this spec."""
+        shape = x.get_shape()
+        ndim = shape.ndims
+
+        def fail(what):
+            raise ValueError('Input %d of layer "%s" is incompatible with the layer: %s'
+                             % (index, layer, what))
+        if self.ndim is not None and ndim != self.ndim:
+            fail("expected ndim=%d, found ndim=%s. Full shape received: %s" % (self.ndim, ndim, shape))
+        if self.max_ndim is not None and ndim is not None and ndim > self.max_ndim:
+            fail("expected max_ndim=%d, found ndim=%d. Full shape received: %s"
+                 % (self.max_ndim, ndim, shape))
+        if self.min_ndim is not None and ndim is not None and ndim < self.min_ndim:
+            fail("expected min_ndim=%d, found ndim=%d. Full shape received: %s"
+                 % (self.min_ndim, ndim, shape))
+        if self.dtype is not None and x.dtype.base_dtype.name != self.dtype:
+            fail("expected dtype=%s, found dtype=%s" % (self.dtype, x.dtype.base_dtype.name))
+        if ndim is None:
+            return
+        for axis, value in self.axes.items():
+            if value is not None and shape[axis].value not in (value, None):
+                fail("expected axis %d of input shape to have value %d, but received input "
+                     "with shape %s" % (axis, value, shape))
+        for expected, got in zip(self.shape or (), shape.as_list()):
+            if expected is not None and got not in (expected, None):
+                fail("expected shape=%s, found shape=%s" % (self.shape, tuple(shape.as_list())))
+
+
+class Layer:
+    """TF1's ``tf.layers.Layer``: the base of layers that own variables, made in ``build`` with
+    ``add_weight`` and used in ``call``.
+
+    The first call captures a variable scope named ``name`` (by default the class's name in
+    snake case, made unique: ``my_layer``, ``my_layer_1``...), sets ``dtype`` from the first
+    input when not given, runs ``build(input_shape)`` there and then ``call(inputs, ...)``;
+    later calls re-enter the same scope with reuse, so the layer's variables are shared and its
+    ops stay under ``<scope>/``. Weight regularizers' losses (and ``activity_regularizer``'s,
+    per example) go to ``losses`` and ``tf.GraphKeys.REGULARIZATION_LOSSES``; ``add_update``'s
+    ops to ``updates`` and, after each call, ``tf.GraphKeys.UPDATE_OPS``. A ``call`` taking a
+    ``scope`` argument is given the layer's variable scope.
+
+    >>> import zps as tf
+    >>> class Scale(tf.layers.Layer):
+    ...     def build(self, input_shape):
+    ...         self.w = self.add_weight("w", [input_shape[-1].value],
+    ...                                  initializer=tf.ones_initializer())
+    ...         super().build(input_shape)
+    ...     def call(self, inputs):
+    ...         return inputs * self.w
+    >>> with tf.Graph().as_default():
+    ...     layer = Scale()
+    ...     a, b = layer(tf.ones([2, 3])), layer(tf.zeros([1, 3]))
+    ...     print([v.name for v in layer.variables], a.op.name, b.op.name)
+    ['scale/w:0'] scale/mul scale/mul_1
+    """
+
+    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
+        scope = kwargs.pop("_scope", None)
+        self._reuse = kwargs.pop("_reuse", None)
+        self._activity_regularizer = kwargs.pop("activity_regularizer", None)
+        for key in kwargs:
+            raise TypeError("Keyword argument not understood: %r (%s takes trainable, name, "
+                            "dtype, activity_regularizer and its own arguments)"
+                            % (key, type(self).__name__))
+        self.trainable = trainable
+        self.built = False
+        self.input_spec = None
+        self._dtype = None if dtype is None else dtypes.as_dtype(dtype).base_dtype.name
+        self._named = bool(name)
+        self._base_name = (name.name if isinstance(name, variable_scope.VariableScope) else
+                           name or _snake_case(type(self).__name__))
+        self.name = self._base_name
+        self._trainable_weights, self._non_trainable_weights = [], []
+        self._losses, self._updates = [], []
+        self._scope = self._current_scope = None
+        if scope:
+            with _variables(scope, None, None) as captured:
+                self._capture(captured)
+
+    def _capture(self, scope):
+        self._scope = scope
+        if not self._named:
+            self.name = scope.name.split("/")[-1]
+
+    def _set_scope(self, scope=None):
+        if self._scope is not None:
+            return
+        if self._reuse:
+            entered = variable_scope.variable_scope(scope if scope is not None else
+                                                    self._base_name)
+        else:
+            entered = variable_scope.variable_scope(scope, default_name=self._base_name)
+        with entered as captured:
+            self._capture(captured)
+
+    def _entered(self):
+        """The layer's scope, re-entered (variables and ops); reusing once built."""
+        return _reentered(self._scope, True if self.built else self._reuse)
+
+    @property
+    def dtype(self):
+        """The name of the variables' dtype: given, or the first input's (None until called)."""
+        return self._dtype
+
+    @property
+    def scope_name(self):
+        if self._scope is None:
+            raise ValueError('No name available for layer scope because the layer "%s" has not '
+                             'been used yet. The scope name is determined the first time the '
+                             'layer instance is called. You must therefore call the layer before '
+                             'querying `scope_name`.' % self.name)
+        return self._scope.name
+
+    def build(self, input_shape):
+        """Create the variables (``add_weight``) for inputs of ``input_shape`` (a TensorShape, or
+        a list of them for a list of inputs); called once, before the first ``call``."""
+        self.built = True
+
+    def call(self, inputs, **kwargs):
+        """The layer's computation on ``inputs``; the base layer returns them unchanged."""
+        return inputs
+
+    def __call__(self, inputs, *args, **kwargs):
+        """``call(inputs, *args, **kwargs)`` in the layer's scope, building it on first use.
+
+        ``scope`` (keyword): the variable scope to capture on the first call instead of one
+        named after the layer.
+        """
+        self._set_scope(kwargs.pop("scope", None))
+        graph = get_default_graph()
+        with self._entered() as scope:
+            self._current_scope = scope
+            inputs = _tensors(inputs)
+            flat = _flat(inputs)
+            specs = _flat(self.input_spec) if self.input_spec is not None else []
+            for i, (x, spec) in enumerate(zip(flat, specs)):
+                if spec is not None:
+                    spec.check(x, i, self.name)
+            if not self.built:
+                if self._dtype is None and flat and is_symbolic(flat[0]):
+                    self._dtype = flat[0].dtype.base_dtype.name
+                shapes = (x.get_shape() for x in flat)
+                self.build(next(shapes) if not isinstance(inputs, list | tuple)
+                           else [x.get_shape() for x in flat])
+                self.built = True
+            if "scope" in inspect.signature(self.call).parameters:
+                kwargs["scope"] = scope
+            outputs = self.call(inputs, *args, **kwargs)
+            if self._activity_regularizer is not None:
+                self.add_loss([_activity_loss(o, self._activity_regularizer)
+                               for o in _flat(outputs)])
+        updates = graph.get_collection_ref(GraphKeys.UPDATE_OPS)
+        updates.extend(u for u in self._updates if not any(u is x for x in updates))
+        return outputs
+
+    def apply(self, inputs, *args, **kwargs):
+        """``self(inputs, *args, **kwargs)``."""
+        return self(inputs, *args, **kwargs)
+
+    def add_weight(self, name, shape, dtype=None, initializer=None, regularizer=None,
+                   trainable=None, constraint=None, use_resource=None, synchronization=None,
+                   aggregation=None, partitioner=None):
+        """The variable ``<layer scope>/name``, made by ``tf.get_variable`` (or shared once the
+        layer is built); ``dtype`` defaults to the layer's, then float32."""
+        trainable = (True if trainable is None else trainable) and self.trainable
+        dtype = dtypes.as_dtype(dtype or self._dtype or dtypes.float32)
+        self._set_scope()
+        losses = get_default_graph().get_collection_ref(GraphKeys.REGULARIZATION_LOSSES)
+        known = len(losses)
+        with self._entered() as scope:
+            self._current_scope = scope
+            variable = variable_scope.get_variable(
+                name, shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
+                trainable=trainable, constraint=constraint, use_resource=use_resource,
+                synchronization=synchronization, aggregation=aggregation,
+                partitioner=partitioner)
+        if regularizer is not None:   # the loss get_variable made, when it made the variable
+            self._losses.extend(losses[known:])
+        (self._trainable_weights if trainable else self._non_trainable_weights).append(variable)
+        return variable
+
+    add_variable = add_weight   # TF1's older name
+
+    def add_loss(self, losses, inputs=None):
+        """Add loss tensors (or callables giving them) to ``losses`` and to
+        ``tf.GraphKeys.REGULARIZATION_LOSSES``."""
+        collection = get_default_graph().get_collection_ref(GraphKeys.REGULARIZATION_LOSSES)
+        for loss in _flat(losses):
+            loss = loss() if callable(loss) else loss
+            if loss is None:
+                continue
+            loss = convert_to_tensor(loss)
+            self._losses.append(loss)
+            if not any(loss is x for x in collection):
+                collection.append(loss)
+
+    def add_update(self, updates, inputs=None):
+        """Add update ops (or tensors, or callables giving them) to ``updates``; each call of
+        the layer adds its updates to ``tf.GraphKeys.UPDATE_OPS``."""
+        for update in _flat(updates):
+            update = update() if callable(update) else update
+            self._updates.append(update.op if is_symbolic(update) else update)
+
+    @property
+    def trainable_weights(self):
+        return list(self._trainable_weights) if self.trainable else []
+
+    @property
+    def non_trainable_weights(self):
+        if self.trainable:
+            return list(self._non_trainable_weights)
+        return self._trainable_weights + self._non_trainable_weights
+
+    @property
+    def weights(self):
+        """The trainable weights, then the others."""
+        return self.trainable_weights + self.non_trainable_weights
+
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
+    variables = weights
+
+    @property
+    def losses(self):
+        return list(self._losses)
+
+    @property
+    def updates(self):
+        return list(self._updates)
+
+    def count_params(self):
+        """The number of scalars in the layer's weights (once built)."""
+        if not self.built:
+            raise ValueError("You tried to call `count_params` on %s, but the layer isn't built. "
+                             "Call the layer (or its `build`) first." % self.name)
+        return sum(as_shape(w.get_shape()).num_elements() for w in self.weights)
+
+
+def _tensors(inputs):
+    """``inputs`` (a tensor, or a list or tuple of them) with values made tensors."""
+    if isinstance(inputs, list | tuple):
+        return type(inputs)(_tensors(x) for x in inputs)
+    return inputs if is_symbolic(inputs) else convert_to_tensor(inputs)
+
+
+class Dense(Layer):
+    """TF1's ``tf.layers.Dense``: ``activation(inputs @ kernel + bias)`` over the last axis of
+    ``inputs`` (any rank >= 2); the kernel is Glorot-uniform initialized unless
+    ``kernel_initializer`` says otherwise; the variables ``<scope>/kernel`` and
+    ``<scope>/bias``, the scope ``dense``, ``dense_1``...
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     layer = tf.layers.Dense(4, activation=tf.nn.relu)
+    ...     y = layer(tf.ones([2, 3]))
+    ...     print(y.get_shape().as_list(), [v.name for v in layer.trainable_weights])
+    [2, 4] ['dense/kernel:0', 'dense/bias:0']
+    """
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
+                 bias_initializer=_ZEROS, kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(trainable=trainable, name=name,
+                         activity_regularizer=activity_regularizer, **kwargs)
+        if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
+            raise ValueError("Received an invalid value for `units`, expected a positive "
+                             "integer. Received: units=%r" % (units,))
+        self.units = units
+        self.activation = activation
+        self.use_bias = use_bias
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.kernel = self.bias = None
+        self.input_spec = InputSpec(min_ndim=2)
+
+    def build(self, input_shape):
+        dtype = dtypes.as_dtype(self.dtype or dtypes.float32)
+        if not dtype.is_floating:
+            raise TypeError("%s needs floating-point inputs, got %s: cast them first (or give "
+                            "the layer a floating-point dtype)" % (self.name, dtype.name))
+        last = as_shape(input_shape)[-1].value
+        if last is None:
+            raise ValueError("The last dimension of the inputs to `Dense` should be defined. "
+                             "Found `None`.")
+        self.input_spec = InputSpec(min_ndim=2, axes={-1: last})
+        self.kernel = self.add_weight(
+            "kernel", [last, self.units], initializer=self.kernel_initializer or
+            init_ops.glorot_uniform_initializer(), regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint)
+        if self.use_bias:
+            self.bias = self.add_weight("bias", [self.units], initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer,
+                                        constraint=self.bias_constraint)
+        self.built = True
+
+    def call(self, inputs):
+        shape = inputs.get_shape()
+        if shape.ndims == 2:
+            outputs = math_ops.matmul(inputs, self.kernel)
+        else:   # contract the last axis: [..., last] -> [-1, last] @ kernel -> [..., units]
+            last = self.kernel.get_shape()[0].value
+            outputs = array_ops.reshape(
+                math_ops.matmul(array_ops.reshape(inputs, [-1, last]), self.kernel),
+                array_ops.concat([array_ops.shape(inputs)[:-1], [self.units]], 0))
+            if shape.ndims is not None:
+                outputs.set_shape(shape[:-1].concatenate([self.units]))
+        if self.use_bias:
+            outputs = nn_ops.bias_add(outputs, self.bias)
+        return outputs if self.activation is None else self.activation(outputs)
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
           bias_initializer=_ZEROS, kernel_regularizer=None,
           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
           bias_constraint=None, trainable=True, name=None, reuse=None):
-    """``activation(inputs @ kernel + bias)`` over the last axis of ``inputs`` (any rank >= 2);
-    the kernel is Glorot-uniform initialized unless ``kernel_initializer`` says otherwise."""
-    inputs = _float_input(inputs, "dense")
-    shape = inputs.get_shape()
-    if shape.ndims is not None and shape.ndims < 2:
-        raise ValueError("Input 0 of layer dense is incompatible with the layer: expected "
-                         "min_ndim=2, found ndim=%d. Full shape received: %s" % (shape.ndims,
-                                                                                 shape))
-    last = shape[-1].value if shape.ndims is not None else None
-    if last is None:
-        raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found "
-                         "`None`.")
-    with _variables(name, "dense", reuse):
-        kernel = _weights("kernel", [last, units], inputs.dtype,
-                          kernel_initializer or init_ops.glorot_uniform_initializer(),
-                          kernel_regularizer, trainable, kernel_constraint)
-        if shape.ndims == 2:
-            outputs = math_ops.matmul(inputs, kernel)
-        else:   # contract the last axis: [..., last] -> [-1, last] @ kernel -> [..., units]
-            flat = array_ops.reshape(inputs, [-1, last])
-            outputs = array_ops.reshape(
-                math_ops.matmul(flat, kernel),
-                array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0))
-            outputs.set_shape(shape[:-1].concatenate([units]))
-        if use_bias:
-            bias = _weights("bias", [units], inputs.dtype, bias_initializer, bias_regularizer,
-                            trainable, bias_constraint)
-            outputs = nn_ops.bias_add(outputs, bias)
-        return _activity(outputs, activation, activity_regularizer)
+    """``Dense(units, ...)(inputs)``: ``name`` is the variable scope itself (not made unique, so
+    ``reuse=True`` or an enclosing reusing scope shares the variables)."""
+    layer = Dense(units, activation=activation, use_bias=use_bias,
+                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                  activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
+                  bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name,
+                  _reuse=reuse)
+    return layer.apply(inputs)
 
 
 def _ints(value, n, what):
@@ -281,14 +621,17 @@ def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                           trainable, bias_constraint, activation, activity_regularizer)
 
 
+def _pool(pool, rank, inputs, size, strides, padding):
+    if rank == 1:
+        return pool(inputs, size[0], strides[0], padding)
+    return pool(inputs, ksize=[1, *size, 1], strides=[1, *strides, 1], padding=padding)
+
+
 def _pooling(pool, kind, rank, inputs, pool_size, strides, padding, data_format, name):
     _nhwc(data_format, kind)
     size, strides = _ints(pool_size, rank, "pool_size"), _ints(strides, rank, "strides")
     with get_default_graph().name_scope(name or kind):
-        if rank == 1:
-            return pool(inputs, size[0], strides[0], _padding(padding))
-        return pool(inputs, ksize=[1, *size, 1], strides=[1, *strides, 1],
-                    padding=_padding(padding))
+        return _pool(pool, rank, inputs, size, strides, _padding(padding))
 
 
 def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -404,37 +747,142 @@ class SeparableConv2D(_Layer):
     _function, _kind = staticmethod(separable_conv2d), "separable_conv2d"
 
 
+def _flattened(inputs):
+    shape = inputs.get_shape()
+    if shape.ndims is not None and shape[1:].is_fully_defined() and shape[1:].num_elements() > 0:
+        return array_ops.reshape(inputs, [-1, shape[1:].num_elements()])
+    # Trailing dimensions known only at run time: the batch size comes from the input.
+    return array_ops.reshape(inputs, array_ops.stack([array_ops.shape(inputs)[0], -1]))
+
+
 def flatten(inputs, name=None, data_format="channels_last"):
     """``inputs`` as ``[batch, everything else]``."""
     _nhwc(data_format, "flatten")
     inputs = convert_to_tensor(inputs)
     with get_default_graph().name_scope(name or "flatten"):
-        shape = inputs.get_shape()
-        if shape.ndims is not None and shape[1:].is_fully_defined() and \
-                shape[1:].num_elements() > 0:
-            return array_ops.reshape(inputs, [-1, shape[1:].num_elements()])
-        # Trailing dimensions known only at run time: the batch size comes from the input.
-        return array_ops.reshape(inputs, array_ops.stack([array_ops.shape(inputs)[0], -1]))
+        return _flattened(inputs)
+
+
+def _check_rate(rate):
+    if not 0 <= rate < 1:
+        raise ValueError("rate must be in [0, 1), got %r" % (rate,))
+
+
+def _dropped(inputs, rate, noise_shape, seed, training):
+    if not is_symbolic(training):
+        if not training or rate == 0:
+            return array_ops.identity(inputs)
+        return nn_ops.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
+    training = convert_to_tensor(training)
+    if training.dtype != dtypes.bool:
+        raise TypeError("training must be a Python bool or a bool tensor, got %s"
+                        % training.dtype.name)
+    dropped = nn_ops.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
+    return array_ops.where(array_ops.fill(array_ops.shape(inputs), training), dropped, inputs)
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
     """Units dropped with probability ``rate`` (the others scaled by ``1 / (1 - rate)``) when
     ``training`` (a Python bool or a bool tensor); ``inputs`` unchanged otherwise."""
-    if not 0 <= rate < 1:
-        raise ValueError("rate must be in [0, 1), got %r" % (rate,))
+    _check_rate(rate)
     with get_default_graph().name_scope(name or "dropout"):
-        inputs = convert_to_tensor(inputs)
-        if not is_symbolic(training):
-            if not training or rate == 0:
-                return array_ops.identity(inputs)
-            return nn_ops.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
-        training = convert_to_tensor(training)
-        if training.dtype != dtypes.bool:
-            raise TypeError("training must be a Python bool or a bool tensor, got %s"
-                            % training.dtype.name)
-        dropped = nn_ops.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
-        return array_ops.where(array_ops.fill(array_ops.shape(inputs), training), dropped,
-                               inputs)
+        return _dropped(convert_to_tensor(inputs), rate, noise_shape, seed, training)
+
+
+class Flatten(Layer):
+    """TF1's ``tf.layers.Flatten``: :func:`flatten` as a layer object."""
+
+    def __init__(self, data_format="channels_last", name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        _nhwc(data_format, "Flatten")
+        self.data_format = data_format
+        self.input_spec = InputSpec(min_ndim=1)
+
+    def call(self, inputs):
+        return _flattened(inputs)
+
+
+class Dropout(Layer):
+    """TF1's ``tf.layers.Dropout``: :func:`dropout` as a layer object, ``training`` given to
+    each call.
+
+    >>> import numpy as np, zps as tf
+    >>> with tf.Graph().as_default():
+    ...     layer = tf.layers.Dropout(0.5)
+    ...     x = tf.ones([1000])
+    ...     kept = tf.Session().run(layer(x, training=True))
+    ...     print(sorted(set(kept.tolist())), 400 < np.count_nonzero(kept) < 600)
+    [0.0, 2.0] True
+    """
+
+    def __init__(self, rate=0.5, noise_shape=None, seed=None, name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        _check_rate(rate)
+        self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
+
+    def call(self, inputs, training=False):
+        return _dropped(inputs, self.rate, self.noise_shape, self.seed, training)
+
+
+class _Pooling(Layer):
+    """A pooling layer object (TF1's ``tf.layers.MaxPooling2D`` ...) over ``_rank`` spatial
+    dimensions of channels-last inputs."""
+
+    _pool, _rank = None, None   # e.g. staticmethod(conv_ops.max_pool), 2
+
+    def __init__(self, pool_size, strides, padding="valid", data_format="channels_last",
+                 name=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        if strides is None:
+            raise ValueError("Argument `strides` must not be None.")
+        _nhwc(data_format, type(self).__name__)
+        self.pool_size = _ints(pool_size, self._rank, "pool_size")
+        self.strides = _ints(strides, self._rank, "strides")
+        self.padding = _padding(padding).lower()
+        self.data_format = data_format
+        self.input_spec = InputSpec(ndim=self._rank + 2)
+
+    def call(self, inputs):
+        return _pool(self._pool, self._rank, inputs, self.pool_size, self.strides,
+                     self.padding.upper())
+
+
+class MaxPooling1D(_Pooling):
+    """TF1's ``tf.layers.MaxPooling1D``: :func:`max_pooling1d` as a layer object."""
+    _pool, _rank = staticmethod(conv_ops.max_pool1d), 1
+
+
+class AveragePooling1D(_Pooling):
+    """TF1's ``tf.layers.AveragePooling1D``: :func:`average_pooling1d` as a layer object."""
+    _pool, _rank = staticmethod(conv_ops.avg_pool1d), 1
+
+
+class MaxPooling2D(_Pooling):
+    """TF1's ``tf.layers.MaxPooling2D``: :func:`max_pooling2d` as a layer object.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     layer = tf.layers.MaxPooling2D(2, 2, padding="same")
+    ...     y = layer(tf.zeros([1, 5, 5, 3]))
+    ...     print(y.get_shape().as_list(), y.op.name, layer.pool_size, layer.padding)
+    [1, 3, 3, 3] max_pooling2d/MaxPool (2, 2) same
+    """
+    _pool, _rank = staticmethod(conv_ops.max_pool), 2
+
+
+class AveragePooling2D(_Pooling):
+    """TF1's ``tf.layers.AveragePooling2D``: :func:`average_pooling2d` as a layer object."""
+    _pool, _rank = staticmethod(conv_ops.avg_pool), 2
+
+
+class MaxPooling3D(_Pooling):
+    """TF1's ``tf.layers.MaxPooling3D``: :func:`max_pooling3d` as a layer object."""
+    _pool, _rank = staticmethod(conv_ops.max_pool3d), 3
+
+
+class AveragePooling3D(_Pooling):
+    """TF1's ``tf.layers.AveragePooling3D``: :func:`average_pooling3d` as a layer object."""
+    _pool, _rank = staticmethod(conv_ops.avg_pool3d), 3
 
 
 class BatchNormalization:
@@ -670,7 +1118,9 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     return layer(inputs, training=training)
 
 
-__all__ = ["dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "separable_conv2d",
+__all__ = ["Layer", "InputSpec", "Dense", "Dropout", "Flatten", "MaxPooling1D", "MaxPooling2D",
+           "MaxPooling3D", "AveragePooling1D", "AveragePooling2D", "AveragePooling3D",
+           "dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "separable_conv2d",
            "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "SeparableConv2D",
            "max_pooling1d", "average_pooling1d", "max_pooling2d", "average_pooling2d",
            "max_pooling3d", "average_pooling3d", "flatten", "dropout", "batch_normalization",

@@ -199,12 +199,30 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
 def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
                                  loss_collection=GraphKeys.LOSSES,
                                  reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
-    """Softmax cross-entropy of integer class ``labels``; ``weights`` are per example."""
-    def compute():
-        return nn_ops.sparse_softmax_cross_entropy_with_logits(
-            labels=labels, logits=math_ops.cast(convert_to_tensor(logits), dtypes.float32))
-    return _loss("sparse_softmax_cross_entropy_loss", scope, weights, loss_collection, reduction,
-                 compute)
+    """Softmax cross-entropy of integer class ``labels``; ``weights`` are per example. Labels of
+    shape ``[N, 1]`` against logits ``[N, C]`` are squeezed to ``[N]``, and so are weights of
+    shape ``[N, 1]``, as in TF1."""
+    with _scope(scope, "sparse_softmax_cross_entropy_loss"):
+        ids, scores = _squeeze_class_ids(convert_to_tensor(labels), convert_to_tensor(logits))
+        weights = convert_to_tensor(weights)
+        if None not in (weights.get_shape().ndims, ids.get_shape().ndims) and \
+                weights.get_shape().ndims == ids.get_shape().ndims + 1:
+            weights = array_ops.squeeze(weights, [-1])
+        losses = nn_ops.sparse_softmax_cross_entropy_with_logits(
+            labels=ids, logits=math_ops.cast(scores, dtypes.float32))
+        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+
+
+def _squeeze_class_ids(labels, logits):
+    """TF1's remove_squeezable_dimensions(expected_rank_diff=1), on static ranks: labels one
+    rank too many with a last dimension of 1 are squeezed (so are logits one too many)."""
+    labels_rank, logits_rank = labels.get_shape().ndims, logits.get_shape().ndims
+    if labels_rank is not None and logits_rank is not None:
+        if logits_rank == labels_rank >= 1 and labels.get_shape()[-1].is_compatible_with(1):
+            labels = array_ops.squeeze(labels, [-1])
+        elif logits_rank == labels_rank + 2 and logits.get_shape()[-1].is_compatible_with(1):
+            logits = array_ops.squeeze(logits, [-1])
+    return labels, logits
 
 
 def add_loss(loss, loss_collection=GraphKeys.LOSSES):

@@ -818,6 +818,10 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices=None,
     if keep_dims is not None:
         keepdims = keep_dims
     # With an unknown rank, negative axes stay negative: the kernels resolve them at run time.
+    if op_type in ("Sum", "Prod", "Mean") and x.dtype.base_dtype == _dtypes.bool:
+        raise TypeError("Value passed to parameter 'input' of %s has DataType bool not in list of "
+                        "allowed values: numeric types (%s). Cast it first, e.g. "
+                        "tf.reduce_sum(tf.cast(x, tf.int32))." % (op_type, x.name))
     axis = normalize_axis(const_axis(axis), x.get_shape().ndims, op_type)
     return make_op(op_type, [x], name=name or op_type, axis=axis, keepdims=bool(keepdims))
 
@@ -827,8 +831,10 @@ def _sum_grad(op, g):
     return [array_ops.broadcast_to(_reduce_grad_to_input(op, g), array_ops.shape(x))]
 
 
+# In the input's dtype, as TF1's (numpy would sum small integers as int64, wrapping none).
 register_op("Sum", shape=_reduce_shape,
-            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.sum(axis=axis, keepdims=keepdims)),
+            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(
+                x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype)),
             grad=_sum_grad)
 
 
@@ -879,10 +885,24 @@ def _max_min_reduce_grad(op, g):
     return [indicators / num_selected * _reduce_grad_to_input(op, g)]
 
 
-register_op("Max", shape=_reduce_shape, grad=_max_min_reduce_grad,
-            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.max(axis=axis, keepdims=keepdims)))
+def _extreme_kernel(name, lowest):
+    def kernel(ctx, x, axis, keepdims):
+        if x.size:
+            return ctx.xp.asarray(getattr(x, name)(axis=axis, keepdims=keepdims))
+        # Over nothing, TF1's identity of the reduction: -inf (the dtype's lowest) for Max, +inf
+        # (its highest) for Min, where numpy raises.
+        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+        identity = (-np.inf if lowest else np.inf) if x.dtype.kind == "f" else \
+            (info.min if lowest else info.max)
+        out = getattr(np, name)(np.zeros(x.shape, x.dtype), axis=axis, keepdims=keepdims,
+                                initial=identity)
+        return ctx.xp.asarray(out)
+    return kernel
+
+
+register_op("Max", shape=_reduce_shape, grad=_max_min_reduce_grad, kernel=_extreme_kernel("max", True))
 register_op("Min", shape=_reduce_shape, grad=_max_min_reduce_grad,
-            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.min(axis=axis, keepdims=keepdims)))
+            kernel=_extreme_kernel("min", False))
 
 
 def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
@@ -898,7 +918,8 @@ def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 
 
 register_op("Prod", shape=_reduce_shape,
-            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(x.prod(axis=axis, keepdims=keepdims)),
+            kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(
+                x.prod(axis=axis, keepdims=keepdims, dtype=x.dtype)),
             grad=lambda op, g: [_reduce_grad_to_input(op, g)
                                 * make_op("ProdOfOthers", [op.inputs[0]], axis=op._attrs["axis"])])
 

@@ -434,6 +434,25 @@ register_op("L2Loss", shape=lambda op: TensorShape([]), kernel=_l2_loss_kernel,
             grad=lambda op, g: [g * op.inputs[0]])
 
 
+def zero_fraction(value, name=None):
+    """The fraction of ``value``'s elements that are zero (False for bool), a float32 scalar
+    (NaN for an empty ``value``): e.g. the sparsity of a ReLU's activations.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.nn.zero_fraction([[0.0, 1.0], [0.0, 0.0]])))
+    0.75
+    """
+    with get_default_graph().name_scope(name or "zero_fraction"):
+        value = convert_to_tensor(value, name="value")
+        size = array_ops.size(value, out_type=_dtypes.int64)
+        # over the flattened value: a scalar count even when value's rank is unknown
+        nonzero = math_ops.count_nonzero(array_ops.reshape(value, [-1]), dtype=_dtypes.int64)
+        zeros = size - nonzero
+        fraction = math_ops.cast(zeros, _dtypes.float32) / math_ops.cast(size, _dtypes.float32)
+        return array_ops.identity(fraction, name="fraction")
+
+
 def l2_loss(t, name=None):
     """``sum(t ** 2) / 2`` (half the squared L2 norm, without the square root)."""
     return make_op("L2Loss", [_features(t, "L2Loss", "t")], name=name or "L2Loss")
@@ -1208,6 +1227,7 @@ __all__ = [
     "bias_add",
     "xw_plus_b",
     "l2_loss",
+    "zero_fraction",
     "sigmoid_cross_entropy_with_logits",
     "weighted_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits",

@@ -55,9 +55,19 @@ def _assign_kernel(ctx, ref, value, validate_shape, use_locking):
     with ref.lock:
         if validate_shape:
             _check_update_shape(ref, value, "Assign")
-        # A fresh array, never the caller's buffer: readers of the old value keep a consistent
-        # snapshot, and a fed/fetched array cannot alias the variable.
-        ref.value = ctx.xp.array(value, copy=True)
+        current = ref.value
+        if (type(current) is type(value) or type(current) is np.ndarray
+                and isinstance(value, np.generic)) and current.shape == value.shape \
+                and current.dtype == value.dtype:
+            # Into the variable's own storage, as TF1's Assign does: reads of the variable that
+            # run after it (a read made under its control dependencies, an identity of the
+            # variable's snapshot) see the new value, as after AssignAdd.
+            # (numpy copies through a buffer where ``value`` overlaps the variable, a view of it)
+            ctx.xp.copyto(current, value if ctx.xp is np or getattr(value, "base", None) is None
+                          else value.copy())
+        else:   # its first value, or a new shape (validate_shape=False): a fresh array, never
+            # the caller's buffer (a fed or fetched array cannot alias the variable)
+            ref.value = ctx.xp.array(value, copy=True)
         return ref.value
 
 

@@ -1,33 +1,41 @@
-"""Summary ops (``tf.summary.scalar/histogram/merge/merge_all``): each outputs a string scalar
-holding a serialized summary.
-
-The serialized form is ours and needs no protobuf: UTF-8 JSON of a list of values, each
-``{"tag": str, "simple_value": float}`` or ``{"tag": str, "histo": {"min", "max", "num", "sum",
-"sum_squares", "bucket_limit", "bucket"}}`` (the fields of TensorBoard's HistogramProto, with
-TF1's default exponential buckets). ``decode_summary`` reads it back; ``tf.summary.FileWriter``
-(zps/summary.py) turns it into TensorBoard event files.
+"""Summary ops (``tf.summary.scalar/histogram/image/text/tensor_summary/merge/merge_all``): each
+outputs a string scalar holding a serialized ``tf.Summary`` protobuf, byte for byte as TensorFlow
+writes it (zps/ops/summary_proto.py), so ``tf.Summary.FromString`` reads it and
+``tf.summary.FileWriter`` (zps/summary.py) writes it to TensorBoard event files.
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():
 ...     loss = scalar("loss", tf.constant(0.5))
 ...     merged = merge_all()
 ...     with tf.Session() as sess:
-...         print(decode_summary(sess.run(merged)))
-[{'tag': 'loss', 'simple_value': 0.5}]
+...         print(tf.Summary.FromString(sess.run(merged)), end="")
+value {
+  tag: "loss"
+  simple_value: 0.5
+}
 """
 
-import json
 import re
+import struct
+import zlib
 
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
+from zps.framework.protobuf import (
+    DecodeError,
+    Message,
+    RepeatedCompositeContainer,
+    RepeatedScalarContainer,
+)
 from zps.framework.registry import register_op
 from zps.ops.op_util import make_op, scalar_shape
+from zps.ops.summary_proto import HistogramProto, Summary, SummaryMetadata, TensorProto
 
-__all__ = ["scalar", "histogram", "merge", "merge_all", "decode_summary"]
+__all__ = ["scalar", "histogram", "image", "text", "tensor_summary", "merge", "merge_all",
+           "decode_summary"]
 
 
 def _default_bucket_limits():
@@ -46,9 +54,9 @@ _BUCKET_LIMITS = _default_bucket_limits()
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")
 
 
-def _string_scalar(values):
+def _string_scalar(summary):
     out = np.empty((), dtype=object)
-    out[()] = json.dumps(values).encode("utf-8")
+    out[()] = summary.SerializeToString()
     return out
 
 
@@ -56,23 +64,34 @@ def _host(ctx, value):
     return value.get() if ctx.backend != "numpy" else value  # cupy arrays are read on the host
 
 
-def decode_summary(serialized):
-    """The list of summary values (dicts) held by a summary op's output (bytes, str or a numpy
-    string scalar)."""
+def _parse_summary(serialized, what="decode_summary"):
+    """The tf.Summary held by a summary op's output (bytes, or a numpy string scalar)."""
     if isinstance(serialized, np.ndarray):
         serialized = serialized.item()
-    if isinstance(serialized, bytes):
-        serialized = serialized.decode("utf-8")
-    if not isinstance(serialized, str):
-        raise TypeError("decode_summary expects the serialized output of a summary op (bytes or "
-                        "str), got %s" % type(serialized).__name__)
+    if not isinstance(serialized, (bytes, bytearray)):
+        raise TypeError("%s expects the serialized output of a summary op (bytes), got %s"
+                        % (what, type(serialized).__name__))
     try:
-        values = json.loads(serialized)
-    except ValueError as e:
-        raise ValueError("not a serialized zps summary (the output of a tf.summary op): %s" % e) from e
-    if not isinstance(values, list):
-        raise ValueError("not a serialized zps summary (expected a JSON list of values)")
-    return values
+        return Summary.FromString(serialized)
+    except DecodeError as e:
+        raise ValueError("not a serialized tf.Summary (the output of a tf.summary op): %s"
+                         % e) from e
+
+
+def _as_dict(value):
+    """A message as a dict of its set fields (recursively); other values as they are."""
+    if isinstance(value, (list, RepeatedCompositeContainer, RepeatedScalarContainer)):
+        return [_as_dict(v) for v in value]
+    if isinstance(value, Message):
+        return {name: _as_dict(v) for name, v in value.ListFields()}
+    return value
+
+
+def decode_summary(serialized):
+    """The values of a summary op's output (bytes or a numpy string scalar) as dicts of their set
+    fields: ``[{"tag": "loss", "simple_value": 0.5}, ...]``. ``tf.Summary.FromString`` gives the
+    proto itself."""
+    return [_as_dict(value) for value in _parse_summary(serialized).value]
 
 
 def _clean_tag(name):
@@ -117,7 +136,7 @@ def _scalar_summary_kernel(ctx, value, tag):
         raise errors.InvalidArgumentError(
             None, None, "tf.summary.scalar %r needs a scalar value, got shape %s"
             % (tag, list(value.shape)))
-    return _string_scalar([{"tag": tag, "simple_value": float(value)}])
+    return _string_scalar(Summary(value=[Summary.Value(tag=tag, simple_value=float(value))]))
 
 
 def _scalar_summary_shape(op):
@@ -172,7 +191,8 @@ def _histogram_summary_kernel(ctx, values, tag):
         raise errors.InvalidArgumentError(
             None, None, "Nan in summary histogram for: %s (the histogrammed tensor holds NaN or "
             "Inf values)" % tag)
-    return _string_scalar([{"tag": tag, "histo": histogram_proto_fields(values)}])
+    histo = HistogramProto(**histogram_proto_fields(values))
+    return _string_scalar(Summary(value=[Summary.Value(tag=tag, histo=histo)]))
 
 
 register_op("HistogramSummary", dtype=lambda op: _dtypes.string, shape=scalar_shape,
@@ -187,16 +207,157 @@ def histogram(name, values, collections=None, family=None):
     return _summary_op("HistogramSummary", name, values, collections, family)
 
 
+# -- ImageSummary --------------------------------------------------------------------------------
+_IMAGE_DTYPES = (_dtypes.uint8, _dtypes.float32, _dtypes.float16, _dtypes.float64)
+_PNG_COLOR_TYPES = {1: 0, 3: 2, 4: 6}  # channels -> PNG colour type: grayscale, RGB, RGBA
+
+
+def encode_png(image):
+    """The PNG file (bytes) of the uint8 image ``image`` [height, width, channels], channels 1
+    (grayscale), 3 (RGB) or 4 (RGBA): unfiltered rows, zlib-compressed at the default level."""
+    height, width, channels = image.shape
+
+    def chunk(kind, data):
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    rows = np.zeros((height, 1 + width * channels), np.uint8)  # each row: filter type 0, pixels
+    rows[:, 1:] = image.reshape(height, width * channels)
+    header = struct.pack(">IIBBBBB", width, height, 8, _PNG_COLOR_TYPES[channels], 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes())) + chunk(b"IEND", b""))
+
+
+def _normalize_float_image(image, bad_color):
+    """TF1's ImageSummary normalization of one float image [h, w, c] to uint8 (summary_image_op.cc):
+    non-negative images are scaled so their maximum is 255; others so that 0 is 128 and the
+    largest magnitude 127 away. Pixels with a non-finite channel become ``bad_color``. The
+    arithmetic is TF's: min/max in float32, the affine map in the image's own dtype."""
+    kind = image.dtype.type
+    finite = np.isfinite(image).all(axis=-1)
+    good = image[finite].astype(np.float32)
+    image_min = good.min() if good.size else np.float32(np.inf)
+    image_max = good.max() if good.size else np.float32(-np.inf)
+    if image_min < 0:
+        max_val = max(abs(image_min), abs(image_max))
+        scale = kind(0.0 if max_val < 1e-6 else np.float32(127.0) / max_val)
+        offset = kind(128.0)
+    else:
+        scale = kind(0.0 if image_max < 1e-6 else np.float32(255.0) / image_max)
+        offset = kind(0.0)
+    scaled = np.where(finite[..., None], image, kind(0)) * scale + offset
+    return np.where(finite[..., None], scaled.astype(np.uint8), bad_color[:image.shape[-1]])
+
+
+def _image_summary_kernel(ctx, tensor, tag, max_images, bad_color):
+    tensor = np.asarray(_host(ctx, tensor))
+    if tensor.ndim != 4 or tensor.shape[3] not in _PNG_COLOR_TYPES:
+        raise errors.InvalidArgumentError(
+            None, None, "tf.summary.image %r: Tensor must be 4-D with last dim 1, 3, or 4, not %s"
+            % (tag, list(tensor.shape)))
+    batch, height, width, channels = tensor.shape
+    if batch and not height * width:
+        raise errors.InvalidArgumentError(
+            None, None, "tf.summary.image %r: an image of %dx%d pixels cannot be encoded as PNG"
+            % (tag, height, width))
+    summary = Summary()
+    for i in range(min(max_images, batch)):
+        image = tensor[i] if tensor.dtype == np.uint8 else \
+            _normalize_float_image(tensor[i], np.asarray(bad_color, np.uint8))
+        # the tag depends on the number of images asked for, not the number produced
+        summary.value.add(tag="%s/image/%d" % (tag, i) if max_images > 1 else tag + "/image",
+                          image=Summary.Image(height=height, width=width, colorspace=channels,
+                                              encoded_image_string=encode_png(image)))
+    return _string_scalar(summary)
+
+
+register_op("ImageSummary", dtype=lambda op: _dtypes.string, shape=scalar_shape,
+            kernel=_image_summary_kernel, grad=None)
+
+
+def image(name, tensor, max_outputs=3, collections=None, family=None):
+    """A summary of up to ``max_outputs`` images of the 4-D ``tensor`` [batch, height, width,
+    channels] (channels 1, 3 or 4; uint8, or float normalized per image to [0, 255]) as PNGs,
+    tagged ``name/image/0``, ``name/image/1`` ... (``name/image`` when ``max_outputs`` is 1)."""
+    tensor = convert_to_tensor(tensor)
+    dtype = tensor.dtype.base_dtype
+    if dtype not in _IMAGE_DTYPES:
+        raise TypeError("Value passed to parameter 'tensor' has DataType %s not in list of allowed "
+                        "values: uint8, float32, float16, float64" % dtype.name)
+    if max_outputs < 1:
+        raise ValueError("Attr 'max_images' of 'ImageSummary' Op passed %d less than minimum 1."
+                         % max_outputs)
+    return _summary_op("ImageSummary", name, tensor, collections, family,
+                       max_images=int(max_outputs), bad_color=(255, 0, 0, 255))
+
+
+# -- TensorSummaryV2 -----------------------------------------------------------------------------
+def _tensor_proto(array):
+    """A TensorProto of ``array`` as TF's AsProtoTensorContent writes it: numbers as raw
+    little-endian ``tensor_content``, strings as ``string_val``."""
+    dtype = _dtypes.as_dtype(array.dtype)
+    proto = TensorProto(dtype=dtype.as_datatype_enum,
+                        tensor_shape={"dim": [{"size": n} for n in array.shape]})
+    if dtype is _dtypes.string:
+        proto.string_val.extend(v.encode("utf-8") if isinstance(v, str) else v
+                                for v in array.ravel())
+    else:
+        little_endian = np.dtype(dtype.as_numpy_dtype).newbyteorder("<")
+        proto.tensor_content = np.ascontiguousarray(array, little_endian).tobytes()
+    return proto
+
+
+def _tensor_summary_kernel(ctx, tensor, tag, serialized_summary_metadata):
+    value = Summary.Value(tag=tag, tensor=_tensor_proto(np.asarray(_host(ctx, tensor))),
+                          metadata=SummaryMetadata.FromString(serialized_summary_metadata))
+    return _string_scalar(Summary(value=[value]))
+
+
+register_op("TensorSummaryV2", dtype=lambda op: _dtypes.string, shape=scalar_shape,
+            kernel=_tensor_summary_kernel, grad=None)
+
+
+def tensor_summary(name, tensor, summary_description=None, collections=None,
+                   summary_metadata=None, family=None, display_name=None):
+    """A summary holding the whole ``tensor`` (a TensorProto) with ``summary_metadata`` (a
+    tf.SummaryMetadata; ``display_name`` and ``summary_description`` are set on it)."""
+    metadata = SummaryMetadata()
+    if summary_metadata is not None:
+        metadata.CopyFrom(summary_metadata)
+    if display_name:
+        metadata.display_name = display_name
+    if summary_description:
+        metadata.summary_description = summary_description
+    return _summary_op("TensorSummaryV2", name, tensor, collections, family,
+                       serialized_summary_metadata=metadata.SerializeToString())
+
+
+def text(name, tensor, collections=None):
+    """A summary of the string ``tensor`` (any shape) shown by TensorBoard's text plugin
+    (Markdown), tagged ``name``."""
+    tensor = convert_to_tensor(tensor)
+    if tensor.dtype.base_dtype is not _dtypes.string:
+        raise ValueError("Expected tensor %s to have dtype string, got %s"
+                         % (tensor.name, tensor.dtype.name))
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="text"))
+    return tensor_summary(name, tensor, collections=collections, summary_metadata=metadata)
+
+
 # -- MergeSummary --------------------------------------------------------------------------------
 def _merge_summary_kernel(ctx, *inputs):
-    merged, seen = [], set()
+    merged, seen = Summary(), set()
     for serialized in inputs:
-        for value in decode_summary(serialized):
-            if value["tag"] in seen:
+        try:
+            summary = _parse_summary(serialized, "tf.summary.merge")
+        except ValueError as e:
+            raise errors.InvalidArgumentError(None, None, "Could not parse one of the summary "
+                                              "inputs: %s" % e) from e
+        for value in summary.value:
+            if value.tag in seen:
                 raise errors.InvalidArgumentError(
-                    None, None, "Duplicate tag %s found in summary inputs" % value["tag"])
-            seen.add(value["tag"])
-            merged.append(value)
+                    None, None, "Duplicate tag %s found in summary inputs" % value.tag)
+            seen.add(value.tag)
+        merged.MergeFrom(summary)
     return _string_scalar(merged)
 
 

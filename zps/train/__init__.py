@@ -2,7 +2,9 @@
 
 from zps.distributed.cluster_spec import ClusterSpec  # noqa: F401
 from zps.distributed.server import Server  # noqa: F401
+from zps.framework.example_pb import *  # noqa: F403 - tf.train.Example and its protos
 from zps.summary import FileWriterCache as SummaryWriterCache  # noqa: F401 - TF1's tf.train name
+from zps.summary import summary_iterator  # noqa: F401 - TF1's tf.train name
 from zps.train.adadelta import *  # noqa: F403
 from zps.train.adagrad import *  # noqa: F403
 from zps.train.adagrad_da import *  # noqa: F403

@@ -12,9 +12,7 @@
 5
 """
 
-# TODO: SummarySaverHook, once tf.summary ops and an event-file writer exist; StepCounterHook then
-# also records its "global_step/sec" summaries (for now it only logs them).
-
+import importlib.util
 import logging
 import os
 import time
@@ -301,13 +299,15 @@ class CheckpointSaverHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs the global steps per second ("global_step/sec") every N steps or seconds."""
+    """Logs the global steps per second ("global_step/sec") every N steps or seconds, and writes
+    it as a summary to ``summary_writer``, else to ``output_dir`` (``tf.summary.FileWriterCache``;
+    only where the optional event writer, ``zps[summary]``, is installed)."""
 
     def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
-        self._summary_writer = summary_writer  # TODO: record summaries once summaries exist.
+        self._summary_writer = summary_writer
         self._output_dir = output_dir
         self._last_global_step = None
         self._global_step_check_count = 0
@@ -317,6 +317,10 @@ class StepCounterHook(SessionRunHook):
         self._steps_per_run = steps_per_run
 
     def begin(self):
+        if self._summary_writer is None and self._output_dir and \
+                importlib.util.find_spec("tensorboardX") is not None:
+            from zps.summary import FileWriterCache
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step_tensor = _require_global_step("StepCounterHook")
         self._summary_tag = training_util.get_global_step().op.name + "/sec"
 
@@ -324,7 +328,12 @@ class StepCounterHook(SessionRunHook):
         return SessionRunArgs(self._global_step_tensor)
 
     def _log_and_record(self, elapsed_steps, elapsed_time, global_step):
-        _logger.info("%s: %g", self._summary_tag, elapsed_steps / elapsed_time)
+        steps_per_sec = elapsed_steps / elapsed_time
+        if self._summary_writer is not None:
+            from zps.ops.summary_proto import Summary
+            self._summary_writer.add_summary(Summary(value=[Summary.Value(
+                tag=self._summary_tag, simple_value=steps_per_sec)]), global_step)
+        _logger.info("%s: %g", self._summary_tag, steps_per_sec)
 
     def after_run(self, run_context, run_values):
         stale_global_step = run_values.results

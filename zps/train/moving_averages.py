@@ -42,9 +42,10 @@ def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
     the first steps (Adam's bias correction).
 
     >>> import zps as tf
+    >>> from zps.train.moving_averages import assign_moving_average
     >>> with tf.Graph().as_default():
     ...     v = tf.Variable(0.0)
-    ...     update = tf.train.assign_moving_average(v, 4.0, decay=0.9)
+    ...     update = assign_moving_average(v, 4.0, decay=0.9)
     ...     sess = tf.Session()
     ...     sess.run(tf.global_variables_initializer())
     ...     print(round(float(sess.run(update)), 4))

@@ -29,6 +29,7 @@ import time
 
 from zps.framework.graph import GraphKeys, get_default_graph
 from zps.ops import summary_ops, variables
+from zps.ops.summary_proto import Summary
 from zps.summary import FileWriter
 from zps.train import coordinator, training_util
 from zps.train.monitored_session import Scaffold
@@ -372,8 +373,8 @@ class SVStepCounterThread(coordinator.LooperThread):
         current_time = time.time()
         elapsed_time, self._last_time = current_time - self._last_time, current_time
         steps_per_sec = added_steps / elapsed_time if elapsed_time > 0 else float("inf")
-        self._sv.summary_writer.add_summary(
-            [{"tag": self._summary_tag, "simple_value": steps_per_sec}], current_step)
+        self._sv.summary_writer.add_summary(Summary(value=[Summary.Value(
+            tag=self._summary_tag, simple_value=steps_per_sec)]), current_step)
         if self._logged < 10:   # TF1 logs the first 10
             self._logged += 1
             _logger.info("%s: %g", self._summary_tag, steps_per_sec)

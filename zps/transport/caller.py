@@ -290,10 +290,10 @@ class Caller:
         if now >= self._next_check:
             self._next_check = now + endpoint.POLL_INTERVAL_MS / 1000.0
             for ch in list(self._channels.values()):
-                silent = endpoint.check_peer(ch, now)
-                if silent is not None:
+                why = endpoint.check_peer(ch, now)
+                if why is not None:
                     self._drop(ch, endpoint.PeerUnavailableError(
-                        ch.address, "no answer for %.1f s" % silent))
+                        ch.address, why + endpoint.unresolved_host(ch.address)))
         if self._closing:
             closed = endpoint.TransportError("transport is closed")
             for ch in list(self._channels.values()):

@@ -13,14 +13,14 @@ Tensors larger than one frame can stream: :func:`encode_parts` gives the message
 one CHUNK message per frame of each large tensor; a :class:`StreamAssembler` (one per socket)
 copies the chunks into place as they arrive and returns the message with the last one.
 
->>> parts = encode_parts(protocol.ONEWAY, 8, None, [np.arange(300000.0)], method="put")
->>> len(parts)                                        # head + 3 chunks of at most 1 MB
+>>> parts = encode_parts(protocol.ONEWAY, 8, None, [np.arange(1.2e6)], method="put")
+>>> len(parts)                                        # head + 3 chunks of at most 4 MB
 4
 >>> assembler = StreamAssembler()
 >>> [assembler.feed(p) for p in parts[:3]]
 [None, None, None]
 >>> float(assembler.feed(parts[3]).tensors[0][-1])
-299999.0
+1199999.0
 """
 
 import collections

@@ -724,11 +724,47 @@ def unqueued(address):
 _PING, = codec.encode(protocol.PING, 0)   # one frame
 
 
+# Peers that said they were stopping (zps.distributed.server's heartbeats: ``peer_left``): when,
+# by address, until they are seen again (``peer_back``). A request in flight to one that has
+# not been heard from since fails once it has been silent for two heartbeat intervals (a PING
+# unanswered), not at its peer timeout.
+_LEFT = {}
+
+
+def peer_left(address):
+    """The task at ``address`` said it is stopping."""
+    _LEFT[address] = time.monotonic()
+
+
+def peer_back(address):
+    """The task at ``address`` answered again (restarted, or never gone)."""
+    _LEFT.pop(address, None)
+
+
+def unresolved_host(address):
+    """``" (host name 'x' does not resolve: ...)"`` when the host of ``address`` is a name that
+    does not resolve now, else ``""``: said when a peer does not answer (a mistyped host looks
+    like a dead task otherwise). Blocks for a name lookup: not for the I/O thread."""
+    host = address.rsplit(":", 1)[0].strip("[]")
+    try:
+        ipaddress.ip_address(host)
+        return ""
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(host, None)
+    except socket.gaierror as e:
+        return " (host name %r does not resolve: %s)" % (host, e.strerror or e)
+    except OSError:
+        pass
+    return ""
+
+
 def check_peer(peer, now):
     """Liveness of ``peer`` (a _Peer or a caller's channel) with requests in flight: drops
     stalled streamed replies and expired or cancelled requests, pings a peer silent for
-    ``protocol.HEARTBEAT_INTERVAL_S``; returns how long it has been silent when that is past its
-    timeout (its requests should fail), else None."""
+    ``protocol.HEARTBEAT_INTERVAL_S``; returns why its requests should fail (silent past its
+    timeout, or past two heartbeat intervals after it said it was stopping), else None."""
     for msg in peer.assembler.expire(now):   # its request fails at its peer timeout
         log.warning("dropped reply %d from %s: its tensors stopped streaming in",
                     msg.id, peer.address)
@@ -744,7 +780,10 @@ def check_peer(peer, now):
         return None
     silent = now - peer.last_heard
     if silent > peer.timeout:
-        return silent
+        return "no answer for %.1f s" % silent
+    left = _LEFT.get(peer.address)
+    if left is not None and silent > 2 * protocol.HEARTBEAT_INTERVAL_S and peer.last_heard < left:
+        return "it stopped (it said it was leaving) and has not answered for %.1f s" % silent
     if silent > protocol.HEARTBEAT_INTERVAL_S and \
             now - peer.last_ping > protocol.HEARTBEAT_INTERVAL_S:
         peer.last_ping = now
@@ -1306,9 +1345,9 @@ class Transport:
                 _malformed_log.warning("stalled", "%s: dropped message %d: its tensors stopped "
                                        "streaming in", bound.address, msg.id)
         for peer in list(self._peers.values()):
-            silent = check_peer(peer, now)
-            if silent is not None:
-                self._drop_peer(peer.address, "no answer for %.1f s" % silent, fail=True)
+            why = check_peer(peer, now)
+            if why is not None:
+                self._drop_peer(peer.address, why, fail=True)
         for bound in self._bound.values():
             for owner in [o for o in bound.direct_conns if o.conn.stale(now)]:
                 log.info("%s: closed a direct connection from %s that sent no preamble",

@@ -1,5 +1,6 @@
 """Local port helpers: pick free ports, wait until a port accepts connections."""
 
+import errno
 import random
 import socket
 import time
@@ -28,7 +29,8 @@ def free_ports(n, host="127.0.0.1"):
     """``n`` distinct ports free right now (``host``: an address, IPv6 ones with or without
     brackets), taken below the OS's ephemeral range where it is known: a port from that range
     could be handed to an outgoing connection, or to a socket bound to port 0 (a server's direct
-    listener), before whoever asked binds it."""
+    listener), before whoever asked binds it. OSError saying why when ``host`` cannot be bound
+    at all (it does not resolve, or is not an address of this machine)."""
     family, host = _plain(host)
     top = _ephemeral_start()
     socks, ports = [], []
@@ -41,9 +43,11 @@ def free_ports(n, host="127.0.0.1"):
             s = socket.socket(family)
             try:
                 s.bind((host, port))
-            except OSError:
+            except OSError as e:
                 s.close()
-                continue
+                if e.errno in (errno.EADDRINUSE, errno.EACCES):
+                    continue
+                raise _bind_error(host, e) from None
             socks.append(s)
             ports.append(s.getsockname()[1])
     finally:
@@ -52,6 +56,17 @@ def free_ports(n, host="127.0.0.1"):
     if len(ports) < n:
         raise OSError("could not find %d free ports on %s" % (n, host))
     return ports
+
+
+def _bind_error(host, error):
+    """An OSError saying why ``host`` cannot be bound, in zps-ps's words."""
+    if isinstance(error, socket.gaierror):
+        why = "it does not resolve (%s)" % error.strerror
+    elif error.errno == errno.EADDRNOTAVAIL:
+        why = "it is not an address of this host"
+    else:
+        why = error.strerror or str(error)
+    return OSError(error.errno, "cannot bind %s: %s" % (host, why))
 
 
 def wait_for_port(host, port, timeout, proc=None):
