@@ -8,9 +8,9 @@ or non positive definite input fails at run time with TF1's InvalidArgumentError
 >>> with tf.Graph().as_default():
 ...     a = tf.constant([[4.0, 2.0], [2.0, 3.0]])
 ...     x = tf.matrix_solve(a, [[2.0], [1.0]])
-...     print(tf.Session().run([x, tf.matrix_determinant(a)]))
-[array([[0.5],
-       [0. ]], dtype=float32), np.float32(8.0)]
+...     solved, det = tf.Session().run([x, tf.matrix_determinant(a)])
+...     print(solved.tolist(), round(float(det), 4))
+[[0.5], [0.0]] 8.0
 """
 
 import numpy as np
