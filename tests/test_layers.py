@@ -515,3 +515,181 @@ def test_dropout_flatten_and_pooling_layer_objects():
     assert got[7].shape == (1, 3, 3, 1, 1) and got[8].shape == (1, 3, 3, 1, 1)
     np.testing.assert_array_equal(got[7][0, :, :, 0, 0], x[0, 1:, 1:, 1])
     assert set(np.unique(kept[kept != 0] / x[kept != 0])) == {2.0}
+
+
+# -- the remaining layer objects on Layer: convolutions, batch normalization; weights, configs ---
+def _tf_layer_objects_fixture():
+    path = FIXTURES / "tf_layer_objects" / "make.py"
+    spec = importlib.util.spec_from_file_location("make_tf_layer_objects", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, np.load(path.parent / "expected.npz")
+
+
+def test_layer_objects_with_set_weights_compute_what_tensorflow_computes():
+    # SeparableConv1D, Conv3DTranspose, separable_conv1d, every string activation and a
+    # BatchNormalization, loaded with the same weights by set_weights in TensorFlow and here.
+    make, expected = _tf_layer_objects_fixture()
+    with tf.Graph().as_default():
+        names, shapes, values = make.program(tf)
+    assert names == expected["names"].tolist()
+    for i, (shape, got) in enumerate(zip(shapes, values)):
+        want = expected["output_%d" % i]
+        assert shape == list(want.shape), i
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg="output %d" % i)
+
+
+def test_conv_and_batch_norm_layers_are_layers():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 5, 5, 3])
+        conv = tf.layers.Conv2D(4, 3, kernel_regularizer=lambda w: tf.reduce_sum(w),
+                                activity_regularizer=lambda y: tf.reduce_sum(y))
+        assert isinstance(conv, tf.layers.Layer) and conv.input_spec is None
+        y = conv(x)
+        assert (conv.scope_name, y.op.name, repr(conv.input_spec)) == (
+            "conv2d", "conv2d/BiasAdd", "InputSpec(ndim=4, axes={-1: 3})")
+        assert [v.name for v in conv.trainable_weights] == ["conv2d/kernel:0", "conv2d/bias:0"]
+        assert [t.op.name for t in conv.losses] == ["conv2d/kernel/Regularizer/Sum",
+                                                    "conv2d/ActivityRegularizer/truediv"]
+        assert conv.count_params() == 3 * 3 * 3 * 4 + 4 and conv.updates == []
+        with pytest.raises(ValueError, match="expected axis -1 of input shape to have value 3"):
+            conv(tf.zeros([1, 5, 5, 2]))
+        bn = tf.layers.BatchNormalization(trainable=False)
+        bn(x, training=False)
+        assert bn.updates == [] and bn.trainable_weights == []
+        assert [v.name for v in bn.non_trainable_weights] == [
+            "batch_normalization/gamma:0", "batch_normalization/beta:0",
+            "batch_normalization/moving_mean:0", "batch_normalization/moving_variance:0"]
+        assert repr(bn.input_spec) == "InputSpec(ndim=4, axes={3: 3})"
+        training = tf.placeholder(tf.bool, [])
+        bn(x, training=training)
+        assert [u.name for u in bn.updates] == ["batch_normalization/AssignMovingAvg",
+                                                "batch_normalization/AssignMovingAvg_1"]
+        assert bn.updates == tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        with pytest.raises(ValueError, match="Invalid value for argument `filters`"):
+            tf.layers.Conv2D(0, 3)
+        with pytest.raises(ValueError, match="only data_format='channels_last'"):
+            tf.layers.Conv3DTranspose(2, 3, data_format="channels_first")
+
+
+def test_get_weights_and_set_weights_go_through_the_default_session():
+    with tf.Graph().as_default():
+        layer = tf.layers.Dense(2, kernel_initializer=tf.ones_initializer())
+        assert layer.get_weights() == []   # nothing built, nothing to read
+        y = layer(tf.ones([1, 3]))
+        init = tf.global_variables_initializer()
+        ops = len(tf.get_default_graph().get_operations())
+        with pytest.raises(ValueError, match="default session"):
+            layer.get_weights()
+        with tf.Session() as sess:
+            sess.run(init)
+            kernel, bias = layer.get_weights()
+            np.testing.assert_array_equal(kernel, np.ones((3, 2)))
+            np.testing.assert_array_equal(bias, [0.0, 0.0])
+            layer.set_weights([np.arange(6.0).reshape(3, 2), [1, -1]])
+            np.testing.assert_array_equal(sess.run(y), [[7.0, 8.0]])
+            assert [w.dtype for w in layer.get_weights()] == [np.float32, np.float32]
+            with pytest.raises(ValueError, match='on layer "dense" with a weight list of length '
+                                                 '1, but the layer was expecting 2 weights'):
+                layer.set_weights([kernel])
+            with pytest.raises(ValueError, match=r"Layer weight shape \(3, 2\) not compatible "
+                                                 r"with provided weight shape \(2, 3\)"):
+                layer.set_weights([kernel.T, bias])
+        assert len(tf.get_default_graph().get_operations()) == ops   # no op added
+
+
+def test_get_config_and_from_config_round_trip():
+    x = np.random.default_rng(2).standard_normal((2, 6, 6, 3)).astype(np.float32)
+    with tf.Graph().as_default():
+        conv = tf.layers.Conv2D(4, 3, strides=2, padding="same", activation=tf.nn.relu,
+                                kernel_initializer=tf.constant_initializer(0.5), name="c")
+        # TensorFlow 2.21's keys and values (it adds "groups": 1, which zps does not take).
+        assert conv.get_config() == {
+            "name": "c", "trainable": True, "dtype": None, "filters": 4, "kernel_size": (3, 3),
+            "strides": (2, 2), "padding": "same", "data_format": "channels_last",
+            "dilation_rate": (1, 1), "activation": "relu", "use_bias": True,
+            "kernel_initializer": {"class_name": "Constant",
+                                   "config": {"value": 0.5, "dtype": "float32"}},
+            "bias_initializer": {"class_name": "Zeros", "config": {"dtype": "float32"}},
+            "kernel_regularizer": None, "bias_regularizer": None, "activity_regularizer": None,
+            "kernel_constraint": None, "bias_constraint": None}
+        assert tf.layers.Dense(3).get_config()["activation"] == "linear"
+        assert tf.layers.MaxPooling2D(2, 2).get_config() == {
+            "name": "max_pooling2d", "trainable": True, "dtype": None, "pool_size": (2, 2),
+            "padding": "valid", "strides": (2, 2), "data_format": "channels_last"}
+        assert tf.layers.Dropout(0.3).get_config() == {
+            "name": "dropout", "trainable": True, "dtype": None, "rate": 0.3,
+            "noise_shape": None, "seed": None}
+        assert tf.layers.BatchNormalization(axis=[1, 2], fused=False).get_config()["axis"] == \
+            [1, 2]
+        layers = [conv, tf.layers.SeparableConv1D(2, 2, depth_multiplier=2, name="s1"),
+                  tf.layers.Conv2DTranspose(2, 3, strides=2, name="t2"),
+                  tf.layers.BatchNormalization(momentum=0.5, fused=False, name="bn"),
+                  tf.layers.Dense(2, activation="softmax", name="d"), tf.layers.Flatten()]
+        inputs = [x, x[:, 0], x, x, x, x]
+        copies = [type(layer).from_config(layer.get_config()) for layer in layers]
+        outs = [layer(i) for layer, i in zip(layers + copies, inputs + inputs)]
+        assert [c.get_config() for c in copies] == [
+            dict(layer.get_config(), name=c.name) for layer, c in zip(layers, copies)]
+        assert copies[0].activation is tf.nn.relu and copies[3].fused is False
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for layer, copy in zip(layers, copies):
+                copy.set_weights(layer.get_weights())
+            got = sess.run(outs)
+    for a, b in zip(got[:6], got[6:]):
+        np.testing.assert_array_equal(a, b)
+
+    class Scaled(tf.layers.Layer):
+        def __init__(self, factor, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+    with pytest.raises(NotImplementedError, match="must override `get_config`"):
+        Scaled(2.0).get_config()
+    assert tf.layers.Layer(name="plain").get_config() == {"name": "plain", "trainable": True,
+                                                         "dtype": None}
+    with pytest.raises(ValueError, match="Unknown initializer: 'Nope'"):
+        tf.layers.Dense.from_config({"units": 2, "kernel_initializer": {"class_name": "Nope",
+                                                                        "config": {}}})
+
+
+def test_compute_output_shape():
+    # The shapes TensorFlow 2.21 gives.
+    cases = [(tf.layers.SeparableConv1D(3, 3, strides=2), [None, 7, 2], [None, 3, 3]),
+             (tf.layers.Conv3DTranspose(3, 3, strides=(2, 1, 3)), [None, 5, None, 3, 2],
+              [None, 11, None, 9, 3]),
+             (tf.layers.SeparableConv2D(3, 3, padding="same", strides=2), [4, 9, 9, 2],
+              [4, 5, 5, 3]),
+             (tf.layers.Conv2D(3, 3, dilation_rate=2), [None, 7, 9, 2], [None, 3, 5, 3]),
+             (tf.layers.Conv1D(3, 3, strides=2, padding="same"), [None, 7, 2], [None, 4, 3]),
+             (tf.layers.Conv2DTranspose(3, 3, strides=2), [None, 5, None, 2],
+              [None, 11, None, 3]),
+             (tf.layers.BatchNormalization(), [2, 5, 2], [2, 5, 2]),
+             (tf.layers.MaxPooling2D(2, 2, padding="same"), [None, 5, 5, 3], [None, 3, 3, 3]),
+             (tf.layers.AveragePooling3D(3, 2), [None, 6, 5, 5, 3], [None, 2, 2, 2, 3]),
+             (tf.layers.AveragePooling1D(3, 2), [None, 8, 2], [None, 3, 2]),
+             (tf.layers.Flatten(), [None, 3, 4], [None, 12]),
+             (tf.layers.Flatten(), [None, 5, None], [None, None]),
+             (tf.layers.Dropout(), [None, 3], [None, 3]),
+             (tf.layers.Dense(3), [None, 5, 3], [None, 5, 3])]
+    for layer, shape, want in cases:
+        got = layer.compute_output_shape(tf.TensorShape(shape))
+        assert isinstance(got, tf.TensorShape) and got.as_list() == want, type(layer).__name__
+    with pytest.raises(ValueError, match="last dimension of the input shape of a Dense layer"):
+        tf.layers.Dense(3).compute_output_shape(tf.TensorShape([2, None]))
+    with pytest.raises(NotImplementedError, match="compute_output_shape"):
+        tf.layers.Layer().compute_output_shape(tf.TensorShape([2, 3]))
+
+
+def test_string_activations_and_bad_ones():
+    with tf.Graph().as_default():
+        assert tf.layers.Dense(2, activation="relu").activation is tf.nn.relu
+        assert tf.layers.Dense(2, activation="linear").activation is None
+        y = tf.layers.conv1d(tf.ones([1, 4, 2]), 2, 3, activation="tanh")
+        assert y.op.type == "Tanh" and y.op.name == "conv1d/Tanh"
+        with pytest.raises(ValueError, match="Unknown activation function: 'nope'"):
+            tf.layers.Dense(2, activation="nope")
+        with pytest.raises(TypeError, match="Could not interpret activation function "
+                                            "identifier: 3"):
+            tf.layers.Conv2D(2, 1, activation=3)

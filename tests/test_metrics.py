@@ -238,3 +238,77 @@ def test_recall_at_k_takes_a_label_per_row():
         with tf.Session() as sess:
             sess.run(tf.local_variables_initializer())
             assert sess.run(update) == pytest.approx(2 / 3)
+
+
+# TensorFlow 2.21 printed these for the same labels, predictions and weights.
+_LABELS = np.array([0, 0, 1, 1, 1, 0, 1, 0, 1, 1], np.int64)
+_PREDICTIONS = np.array([0.1, 0.4, 0.35, 0.8, 0.9, 0.6, 0.2, 0.05, 0.7, 0.55], np.float32)
+_WEIGHTS = np.array([1, 2, 1, 1, 0.5, 1, 3, 1, 1, 2], np.float32)
+
+
+@pytest.mark.parametrize("metric, target, kwargs, expected", [
+    ("sensitivity_at_specificity", 0.5, {}, 1.0),
+    ("sensitivity_at_specificity", 0.8, {}, 0.6666667),
+    ("sensitivity_at_specificity", 0.0, {}, 1.0),
+    ("sensitivity_at_specificity", 1.0, {}, 0.5),
+    ("sensitivity_at_specificity", 0.7, {"weights": _WEIGHTS, "num_thresholds": 50}, 0.5294118),
+    ("specificity_at_sensitivity", 0.5, {}, 1.0),
+    ("specificity_at_sensitivity", 0.8, {}, 0.5),
+    ("specificity_at_sensitivity", 0.0, {}, 1.0),
+    ("specificity_at_sensitivity", 1.0, {}, 0.5),
+    ("specificity_at_sensitivity", 0.7, {"weights": _WEIGHTS, "num_thresholds": 50}, 0.4),
+])
+def test_sensitivity_and_specificity_at_a_target_match_tensorflow(metric, target, kwargs,
+                                                                   expected):
+    with tf.Graph().as_default():
+        value, update = getattr(tf.metrics, metric)(_LABELS, _PREDICTIONS, target, **kwargs)
+        assert (value.name, update.name) == (metric + "/value:0", metric + "/update_op:0")
+        assert sorted(v.op.name for v in tf.local_variables()) == [
+            metric + "/" + c for c in ("false_negatives", "false_positives", "true_negatives",
+                                       "true_positives")]
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            assert sess.run(update) == pytest.approx(expected, rel=1e-6)
+            assert sess.run(value) == pytest.approx(expected, rel=1e-6)
+
+
+def test_sensitivity_and_specificity_targets_must_be_in_0_1():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=r"`specificity` must be in the range \[0, 1\]"):
+            tf.metrics.sensitivity_at_specificity(_LABELS, _PREDICTIONS, 1.5)
+        with pytest.raises(ValueError, match=r"`sensitivity` must be in the range \[0, 1\]"):
+            tf.metrics.specificity_at_sensitivity(_LABELS, _PREDICTIONS, -0.1)
+
+
+def test_mean_tensor_and_percentage_below_match_tensorflow():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2, 2])
+        mean, mean_update = tf.metrics.mean_tensor(x)
+        weighted, weighted_update = tf.metrics.mean_tensor(x, weights=[[1.0, 0.0], [2.0, 1.0]])
+        below, below_update = tf.metrics.percentage_below([1.0, 5.0, 3.0, 7.0], 4.0)
+        below_w, below_w_update = tf.metrics.percentage_below([1.0, 5.0, 3.0, 7.0], 4.0,
+                                                              weights=[1.0, 2.0, 3.0, 0.0])
+        assert (mean.name, mean_update.name, below.name) == (
+            "mean/value:0", "mean/update_op:0", "percentage_below_threshold/value:0")
+        assert sorted(v.op.name for v in tf.local_variables()) == [
+            "mean/count_tensor", "mean/total_tensor", "mean_1/count_tensor",
+            "mean_1/total_tensor", "percentage_below_threshold/count",
+            "percentage_below_threshold/total", "percentage_below_threshold_1/count",
+            "percentage_below_threshold_1/total"]
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            for batch in ([[1.0, 2.0], [3.0, 4.0]], [[3.0, 6.0], [5.0, 0.0]]):
+                got = sess.run([mean_update, weighted_update], {x: batch})
+            assert [g.tolist() for g in got] == [[[2.0, 4.0], [4.0, 2.0]],
+                                                 [[2.0, 0.0], [4.0, 2.0]]]
+            assert sess.run(mean).tolist() == [[2.0, 4.0], [4.0, 2.0]]
+            assert sess.run([below_update, below_w_update]) == pytest.approx([0.5, 2 / 3])
+            assert sess.run(below_w) == pytest.approx(2 / 3)
+
+
+def test_mean_tensor_needs_a_known_shape():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="fully known shape"):
+            tf.metrics.mean_tensor(tf.placeholder(tf.float32, [None, 2]))
+        with pytest.raises(ValueError, match="do not broadcast"):
+            tf.metrics.mean_tensor(tf.zeros([2]), weights=tf.ones([3, 2]))

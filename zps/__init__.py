@@ -30,19 +30,24 @@ from zps.ops.random_ops import *  # noqa: F403
 from zps.ops.init_ops import *  # noqa: F403
 from zps.ops.control_flow_ops import *  # noqa: F403
 from zps.ops.functional_ops import *  # noqa: F403
+from zps.ops.tensor_array_ops import TensorArray
 from zps.ops.data_flow_ops import *  # noqa: F403
 from zps.ops.partitioned_variables import *  # noqa: F403
 from zps.ops.partition_ops import *  # noqa: F403
 from zps.ops.sparse_ops import *  # noqa: F403
 from zps.ops.linalg_ops import *  # noqa: F403
 from zps.ops.string_ops import *  # noqa: F403
+from zps.ops.sort_ops import *  # noqa: F403
 from zps.ops.parsing_ops import *  # noqa: F403
 from zps.ops.reader_ops import *  # noqa: F403
 from zps.ops.script_ops import *  # noqa: F403
 from zps.ops.logging_ops import *  # noqa: F403
 from zps.ops.logging_ops import print_v2 as print  # tf.print
 from zps.ops.resources import *  # noqa: F403
-from zps.ops.gradients_impl import gradients
+from zps.ops.gradients_impl import (AggregationMethod, UnconnectedGradients, gradients,
+                                   hessians)
+from zps.ops.custom_gradient import custom_gradient
+from zps.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
 from zps.ops.confusion_matrix import confusion_matrix
 from zps.framework.default_session import get_default_session
 from zps.ops.summary_proto import Event, HistogramProto, SessionLog, Summary, SummaryMetadata
@@ -51,7 +56,7 @@ from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata
 from zps.client.session import InteractiveSession, Session
 from zps import (app, compat, contrib, data, distribute, estimator, feature_column, flags, gfile,
                  image, io, layers, linalg, logging, losses, metrics, nn, python_io, sparse,
-                 summary, test, train)
+                 strings, summary, test, train)
 from zps.framework.v2_compat import *  # noqa: F403
 from zps.logging import get_logger
 from zps.ops.image_ops import random_crop

@@ -12,16 +12,20 @@ from zps.ops.data_flow_ops import PaddingFIFOQueue, QueueBase, RandomShuffleQueu
 from zps.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
+    SparseFeature,
     VarLenFeature,
     decode_raw,
     parse_example,
+    parse_sequence_example,
     parse_single_example,
+    parse_single_sequence_example,
     read_file,
 )
 from zps.ops.string_ops import decode_csv
 from zps.python_io import *  # noqa: F403 - TFRecordWriter, TFRecordOptions ...
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "PaddingFIFOQueue", "QueueBase",
-           "RandomShuffleQueue", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter",
-           "VarLenFeature", "decode_csv", "decode_raw", "parse_example", "parse_single_example",
+           "RandomShuffleQueue", "SparseFeature", "TFRecordCompressionType", "TFRecordOptions",
+           "TFRecordWriter", "VarLenFeature", "decode_csv", "decode_raw", "parse_example",
+           "parse_sequence_example", "parse_single_example", "parse_single_sequence_example",
            "read_file", "tf_record_iterator"]

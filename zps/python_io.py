@@ -25,25 +25,11 @@ import io
 import struct
 import zlib
 
-from zps.framework import errors
+from zps.framework import crc32c, errors
 from zps.gfile import _os_errors  # one mapping of OS errors to TF1's, shared with tf.gfile
 
-# -- crc32c (Castagnoli) ----------------------------------------------------------------------------
-# google-crc32c: Google's CRC-32C (SSE4.2 / C, ~6 GB/s here; a pure-Python ~12 MB/s loop made a
-# TFRecord file checksum-bound), with its own pure-Python fallback where no wheel fits.
-_MASK_DELTA = 0xA282EAD8
-
-
-def _crc32c(data, crc=0):
-    """The CRC-32C of ``data`` (bytes), continuing from ``crc``."""
-    import google_crc32c  # here: `import zps` does not load it
-    return google_crc32c.extend(crc, data)
-
-
-def _masked_crc32c(data):
-    """TFRecord's masked CRC-32C of ``data``."""
-    crc = _crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+# -- crc32c (Castagnoli): zps.framework.crc32c ------------------------------------------------------
+_crc32c, _masked_crc32c = crc32c.crc32c, crc32c.masked_crc32c
 
 
 # -- options ---------------------------------------------------------------------------------------

@@ -147,3 +147,10 @@ def test_zps_ps_reports_bad_flags_and_a_busy_port():
         with running(cli("ps", "--ps_hosts", address)) as proc:
             _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1 and "Cannot start the server of /job:ps" in err and address in err
+    for hosts, index in ((address + "," + address, "1"), (address, "0")):
+        flags = ["--ps_hosts", hosts, "--task_index", index]
+        if index == "0":
+            flags += ["--worker_hosts", address]   # a worker at the ps's address
+        with running(cli("ps", *flags)) as proc:
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 2 and "gives %s to both" % address in err, err

@@ -131,6 +131,25 @@ def test_feeding_an_intermediate_tensor_skips_its_producer():
                 sess.run(out)
 
 
+def test_a_control_dependency_on_a_fed_tensor_is_satisfied_by_the_feed():
+    # TF1: the feed replaces the fed op, control edges included; its producer does not run.
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, name="x")
+        v = tf.Variable(0.0)
+        bump = tf.assign_add(v, 1.0)
+        with tf.control_dependencies([x]):
+            y = tf.constant(1.0) + 1.0
+        with tf.control_dependencies([bump]):
+            z = tf.identity(tf.constant(5.0))
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            assert sess.run(y, {x: 2.0}) == 2.0
+            with pytest.raises(tf.errors.InvalidArgumentError, match="must feed a value"):
+                sess.run(y)
+            assert sess.run(z, {bump: 7.0}) == 5.0 and sess.run(v) == 0.0   # bump did not run
+            assert sess.run(z) == 5.0 and sess.run(v) == 1.0
+
+
 def test_feeding_constants_and_variables():
     with tf.Graph().as_default():
         c = tf.constant(2.0, name="c")

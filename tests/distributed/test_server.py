@@ -139,13 +139,16 @@ def test_an_ipv6_address_binds_only_itself_and_serves():
         server.stop()
 
 
-def test_bind_address_serves_a_spec_naming_a_service():
+def test_bind_address_serves_a_spec_naming_a_service(caplog):
     """In Kubernetes the spec names a service (not a local interface): bind another address."""
+    caplog.set_level("INFO", logger="zps.server")
     port, = free_ports(1)
     spec = {"worker": ["my-service.invalid:%d" % port]}
     with pytest.raises(tf.errors.UnavailableError, match="my-service.invalid"):
         tf.train.Server(spec)   # by default only the spec's address is bound
     server = tf.train.Server(spec, bind_address="127.0.0.1:%d" % port)
+    assert any("serving at my-service.invalid:%d, listening on 127.0.0.1:%d" % (port, port)
+               in r.getMessage() for r in caplog.records)
     try:
         with tf.Graph().as_default():
             x = tf.constant(20.0) + 1.0
@@ -181,3 +184,15 @@ def test_tasks_with_at_most_a_core_each_run_larger_ops_inline(monkeypatch, cores
     finally:
         for s in servers:
             s.stop()
+
+
+def test_two_tasks_at_one_address_are_refused_naming_both():
+    port, = free_ports(1)
+    address = "127.0.0.1:%d" % port
+    with pytest.raises(ValueError, match="gives %s to both /job:ps/task:1 and /job:ps/task:0"
+                       % address):
+        tf.train.Server({"ps": [address, address]}, job_name="ps", task_index=1)
+    with pytest.raises(ValueError, match="to both /job:worker/task:0 and /job:ps/task:0"):
+        tf.train.Server({"ps": [address], "worker": [address]}, job_name="worker", task_index=0)
+    server = tf.train.Server({"ps": ["127.0.0.1:0", "127.0.0.1:0"]}, job_name="ps", task_index=1)
+    server.stop()   # port 0: each task gets its own port

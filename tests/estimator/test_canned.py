@@ -95,14 +95,17 @@ def test_multi_class_classifiers(tmp_path):
 
 
 def test_dnn_estimators_use_tf_variable_names_and_learn(tmp_path):
-    est = tf.estimator.DNNClassifier([8, 4], columns(), str(tmp_path / "c"), optimizer="Adam")
+    seeded = tf.estimator.RunConfig(tf_random_seed=7)   # the initial weights: not a coin toss
+    est = tf.estimator.DNNClassifier([8, 4], columns(), str(tmp_path / "c"), optimizer="Adam",
+                                     config=seeded)
     est.train(data(Y_BIN), steps=60)
     names = set(est.get_variable_names())
     assert {"dnn/hiddenlayer_0/kernel", "dnn/hiddenlayer_0/bias", "dnn/hiddenlayer_1/kernel",
             "dnn/logits/kernel", "dnn/logits/bias"} <= names
     assert est.evaluate(data(Y_BIN, repeat=False))["accuracy"] >= 0.9
 
-    reg = tf.estimator.DNNRegressor([8], columns(), str(tmp_path / "r"), optimizer="Adam")
+    reg = tf.estimator.DNNRegressor([8], columns(), str(tmp_path / "r"), optimizer="Adam",
+                                    config=seeded)
     before = reg.evaluate(data(Y_REG, repeat=False))["average_loss"]
     reg.train(data(Y_REG), steps=60)
     assert reg.evaluate(data(Y_REG, repeat=False))["average_loss"] < before / 2

@@ -441,7 +441,7 @@ def test_graph_def_fields_are_attributes_as_in_tf1():
     graph_def = g.as_graph_def()
     assert [n.name for n in graph_def.node] == [n["name"] for n in graph_def["node"]]
     node = {n.name: n for n in graph_def.node}
-    assert (node["y"].op, node["y"].input, node["y"].device) == ("Mul", ["x", "Const"],
+    assert (node["y"].op, node["y"].input, node["y"].device) == ("Mul", ["x", "y/y"],
                                                                   "/device:CPU:0")
     assert node["after"].input == ["^y"] and node["x"].attr["dtype"] == {"dtype": "float32"}
     assert graph_def.versions == graph_def["versions"]

@@ -134,6 +134,34 @@ def test_corrupt_tensorflow_files_are_data_loss(tmp_path):
         tf.train.NewCheckpointReader(prefix).get_tensor("dense/kernel")
 
 
+def test_a_flipped_bit_in_any_tensor_is_data_loss_never_a_wrong_value(tmp_path):
+    # Each tensor's bytes are checked against the crc32c TensorFlow stored for them (strings:
+    # their lengths, the lengths' own checksum and their bytes, as TF's ReadStringTensor).
+    prefix = _copy(tmp_path)
+    caught = set()
+    for shard in ("00000", "00001"):
+        path = pathlib.Path("%s.data-%s-of-00002" % (prefix, shard))
+        raw = path.read_bytes()
+        for pos in range(0, len(raw), max(1, len(raw) // 150)):
+            bad = bytearray(raw)
+            bad[pos] ^= 0x10
+            path.write_bytes(bytes(bad))
+            reader = tf.train.NewCheckpointReader(prefix)
+            for name in reader.get_variable_to_shape_map():
+                if name == "cplx":
+                    continue
+                try:
+                    got = reader.get_tensor(name)
+                except tf.errors.DataLossError as e:
+                    assert "checksum" in str(e) or "lengths" in str(e), str(e)
+                    caught.add(name)
+                    continue
+                want = NAMES if name == "names" else _expected(name)
+                np.testing.assert_array_equal(got if name != "names" else got.tolist(), want)
+        path.write_bytes(raw)
+    assert {"names", "global_step", "dense/kernel"} <= caught
+
+
 def _varint(n):
     out = bytearray()
     while True:

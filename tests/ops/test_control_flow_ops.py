@@ -443,3 +443,19 @@ def test_a_while_loop_ships_to_a_ps_process_and_trains_there(ps_process):
             assert sess.run(y, {x: 2.0}) == 0.25          # x * w^3
             sess.run(step, {x: 2.0})                      # dy/dw = 3 x w^2 = 1.5
             np.testing.assert_allclose(sess.run(w), 0.35, rtol=1e-6)
+
+
+def test_gradients_of_functions_reading_tensors_that_depend_on_each_other():
+    # A branch (loop body, map_fn function) reading y = 3x and x: d/dx counts y's share once.
+    # TensorFlow 2.21's tf.compat.v1 gave these values for the same program.
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        y = x * 3
+        out = tf.cond(x > 0, lambda: y * 2 + x, lambda: y - x)
+        _, acc = tf.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, a * x + y),
+                               [0, tf.constant(1.0)])
+        mapped = tf.map_fn(lambda e: e * y + x, tf.stack([x, x]))
+        grads = [tf.gradients(out, x)[0], tf.gradients(acc, x)[0],
+                 tf.gradients(tf.reduce_sum(mapped), x)[0]]
+        assert _run(grads, {x: 1.0}, init=False) == [7.0, 11.0, 14.0]
+        assert _run(grads, {x: -1.0}, init=False) == [2.0, -5.0, -10.0]

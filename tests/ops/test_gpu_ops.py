@@ -68,8 +68,12 @@ def _run_case(case, device):
         values, wrt, phs = case_inputs(case)
         with tf.device(device):
             y = tf.convert_to_tensor(case.build(*phs))
-            direction = np.random.default_rng(0).standard_normal(
-                [d if d is not None else 1 for d in (y.get_shape().as_list() or [])])
+            if y.get_shape().ndims is None:   # of unknown rank: the shape it has when run
+                with tf.Session(graph=graph) as sess:
+                    dims = list(sess.run(y, dict(zip(phs, values))).shape)
+            else:
+                dims = [d if d is not None else 1 for d in y.get_shape().as_list()]
+            direction = np.random.default_rng(0).standard_normal(dims)
             proj = tf.reduce_sum(y * tf.constant(direction.astype(y.dtype.as_numpy_dtype)))
             grads = [tf.convert_to_tensor(g) for g in tf.gradients(proj, [phs[i] for i in wrt])]
         with tf.Session(graph=graph) as sess:
@@ -200,3 +204,12 @@ def test_optimizer_updates_on_gpu_match_the_cpu(make_opt):
     for g, c in zip(train("/gpu:0"), train("/cpu:0")):
         assert type(g) is np.ndarray
         np.testing.assert_allclose(g, c, rtol=max(RTOL, 1e-5), atol=max(ATOL, 1e-6))
+
+
+def test_placement_sets_name_registered_ops_only():
+    # A misspelled or removed op type in these sets would silently mean nothing.
+    from zps.framework import registry
+    from zps.ops import cupy_kernels
+    for name in ("CPU_ONLY", "METADATA", "HOST_OPS", "HOST_INPUTS"):
+        ops = getattr(cupy_kernels, name)
+        assert not sorted(op for op in ops if op not in registry.REGISTRY), name

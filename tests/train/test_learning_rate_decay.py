@@ -60,6 +60,9 @@ CASES = [
      lambda s: 0.1 * _np_cosine_restarts(s, 10, 1.0, 1.0, 0.0)),
     ("linear_cosine", lambda s: tf.train.linear_cosine_decay(0.1, s, 100, num_periods=2.0),
      lambda s: 0.1 * _np_linear_cosine(s, 100, 2.0, 0.0, 0.001)),
+    ("noisy_linear_cosine_without_noise", lambda s: tf.train.noisy_linear_cosine_decay(
+        0.1, s, 100, initial_variance=0.0, num_periods=2.0),
+     lambda s: 0.1 * _np_linear_cosine(s, 100, 2.0, 0.0, 0.001)),
     ("piecewise", lambda s: tf.train.piecewise_constant(s, [10, 100], [1.0, 0.5, 0.1]),
      lambda s: 1.0 if s <= 10 else (0.5 if s <= 100 else 0.1)),
 ]
@@ -101,3 +104,21 @@ def test_bad_arguments_say_what_is_wrong():
         for fn in (tf.train.cosine_decay, tf.train.polynomial_decay):
             with pytest.raises(ValueError, match="global_step is required"):
                 fn(0.1, None, 10)
+
+
+def test_noisy_linear_cosine_decay_draws_noise_of_the_decaying_variance():
+    # TF 2.21 with initial_variance=0 gives 0.1001, 0.055672478, 0.0001 at steps 0, 30, 150.
+    with tf.Graph().as_default():
+        step = tf.placeholder(tf.int64, [])
+        quiet = tf.train.noisy_linear_cosine_decay(0.1, step, 100, initial_variance=0.0)
+        noisy = tf.train.noisy_linear_cosine_decay(0.1, step, 100)
+        assert (quiet.name, noisy.name) == ("NoisyLinearCosineDecay:0",
+                                            "NoisyLinearCosineDecay_1:0")
+        with tf.Session() as sess:
+            np.testing.assert_allclose([sess.run(quiet, {step: s}) for s in (0, 30, 150)],
+                                       [0.1001, 0.055672478, 0.0001], rtol=1e-6)
+            draws = np.array([sess.run(noisy, {step: 30}) for _ in range(2000)])
+    # mean: the noiseless value; std: lr * cosine * sqrt(1 / (1 + 30) ** 0.55)
+    cosine = 0.5 * (1 + math.cos(math.pi * 30 / 100))
+    assert abs(draws.mean() - 0.055672478) < 0.003
+    assert draws.std() == pytest.approx(0.1 * cosine * math.sqrt(31 ** -0.55), rel=0.08)

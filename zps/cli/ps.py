@@ -45,6 +45,9 @@ def main(argv=None, prog="zps-ps"):
     except errors.OpError as e:
         log.error("%s", e.message)
         return 1
+    except ValueError as e:   # a cluster spec the server refuses (two tasks at one address)
+        log.error("%s", e)
+        return 2
 
     def stop(signum, frame):
         log.info("%s: stopping /job:%s/task:%d", signal.Signals(signum).name, job, index)

@@ -397,7 +397,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
             beta_regularizer=regularizers.get("beta"), gamma_regularizer=regularizers.get("gamma"),
             renorm=renorm, renorm_clipping=renorm_clipping, renorm_momentum=renorm_decay,
             fused=True if as_4d else fused, trainable=trainable, adjustment=adjustment, name=sc,
-            _reuse=reuse)
+            _scope=sc, _reuse=reuse)
         outputs = layer.apply(x, training=is_training)
         if as_4d:
             outputs = array_ops.reshape(outputs, array_ops.shape(inputs))

@@ -283,6 +283,12 @@ class Server:
         self._device_addresses = {}   # device string -> address (address_of)
         self._task = Task(job_name, int(task_index))
         self._address = cluster.task_address(job_name, task_index)
+        shared = ["/job:%s/task:%d" % (job, i) for job, i, address in cluster.tasks()
+                  if address == self._address and (job, i) != (job_name, int(task_index))]
+        if shared and not self._address.endswith(":0"):   # port 0: each its own, chosen later
+            raise ValueError("The cluster spec gives %s to both %s and %s: each task needs an "
+                             "address of its own (a mistyped host list?)"
+                             % (self._address, "/job:%s/task:%d" % (job_name, int(task_index)), shared[0]))
         self._bind_address = bind_address
         self._config = config
         self.incarnation = "%016x" % random.getrandbits(64)
@@ -384,8 +390,10 @@ class Server:
             self._cluster, self._address) else INLINE_BYTES
         if self.heartbeats is not None:
             self.heartbeats.start()
-        log.info("server %s serving at %s (incarnation %s, %s)", self._task, self._address,
-                 self.incarnation, "CURVE: only holders of allowed keys get in"
+        listening = "" if not self._bind_address else ", listening on %s:%s" % (
+            self._bind_address.rsplit(":", 1)[0], self._bound.port)
+        log.info("server %s serving at %s%s (incarnation %s, %s)", self._task, self._address,
+                 listening, self.incarnation, "CURVE: only holders of allowed keys get in"
                  if self.transport.curve is not None else "no authentication")
 
     def _rebind_cluster(self, address):

@@ -307,6 +307,7 @@ class Graph:
     _device_stack = property(lambda self: self._tl("device_stack"))
     _control_stack = property(lambda self: self._tl("control_stack"))
     _colocation_stack = property(lambda self: self._tl("colocation_stack"))
+    _gradient_override_stack = property(lambda self: self._tl("gradient_override_stack"))
 
     @contextlib.contextmanager
     def _swapped(self, attr, value):
@@ -523,6 +524,32 @@ class Graph:
                 op._device = target.device
         op._colocation = sorted(groups)
 
+    # -- gradient overrides ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map):
+        """Differentiate the ops of the given types created in the block with the gradient
+        registered (``tf.RegisterGradient``) under another name: ``{op type: name}``.
+
+        The name is recorded on each op as its ``_gradient_op_type`` attr, so it travels with
+        the graph. Inner blocks extend outer ones; the map is per thread, as the other scopes.
+
+        >>> import zps as tf
+        >>> g = tf.Graph()
+        >>> with g.as_default(), g.gradient_override_map({"Sign": "Identity"}):
+        ...     y = tf.sign(tf.constant(-2.0))  # straight through: d sign(x)/dx = 1
+        >>> y.op.get_attr("_gradient_op_type")
+        b'Identity'
+        """
+        if not isinstance(op_type_map, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings")
+        stack = self._gradient_override_stack
+        stack.append({**(stack[-1] if stack else {}), **op_type_map})
+        try:
+            yield
+        finally:
+            stack.pop()
+
     # -- feeding and fetching ----------------------------------------------------------------
     def prevent_feeding(self, tensor):
         """Mark ``tensor`` as not feedable (Session.run raises ValueError if it is fed)."""
@@ -593,6 +620,9 @@ class Graph:
         return name
 
     def _new_op(self, opdef, op_type, name, inputs, attrs, control, num_outputs):
+        overrides = self._gradient_override_stack
+        if overrides and op_type in overrides[-1]:
+            attrs = dict(attrs or {}, _gradient_op_type=overrides[-1][op_type].encode())
         op = Operation(self, op_type, name, inputs, attrs or {}, control, [])
         n = opdef.num_outputs if num_outputs is None else num_outputs
         op._outputs = [Tensor(op, i, dt, sh)

@@ -14,7 +14,17 @@ needs its own passes ``kernels={"numpy": f, "cupy": g}``. ``grad`` is a function
 ``grad(op, *output_grads) -> [input grad or None, ...]`` building graph ops; ``grad=None`` marks an
 op as not differentiable (no gradient flows through it, silently, as TF1's NotDifferentiable).
 Leaving ``grad`` out makes ``gradients()`` raise an error naming the op.
+
+Gradient functions can also be registered by name, as TF1's ``tf.RegisterGradient``: for an op
+type that has no rule yet, or under a new name that ``Graph.gradient_override_map`` maps op types
+to (the override travels with the op as its ``_gradient_op_type`` attr)::
+
+    @RegisterGradient("StraightThrough")
+    def _straight_through(op, grad):
+        return [grad]
 """
+
+import sys
 
 MISSING = object()  # "no gradient rule registered" (distinct from None = not differentiable)
 GENERIC = "*"       # the kernel key of a kernel written against ctx.xp, valid on every backend
@@ -99,3 +109,60 @@ def get_op_def(op_type):
 def set_gradient(op_type, grad):
     """Attach a gradient rule to an op registered earlier (for rules written in terms of later ops)."""
     get_op_def(op_type).grad_fn = grad
+
+
+# -- gradients registered by name (TF1's RegisterGradient / NotDifferentiable) -----------------
+GRADIENTS = {}   # name -> grad(op, *output_grads), or None (not differentiable)
+_WHERE = {}      # name -> where it was registered (for the duplicate-registration error)
+
+
+class RegisterGradient:
+    """Decorator registering a gradient function under a name (an op type, or a name that
+    ``Graph.gradient_override_map`` maps op types to); returns the function unchanged.
+
+    >>> @RegisterGradient("DoctestDoubleGrad")
+    ... def _double(op, grad):
+    ...     return [2.0 * grad]
+    """
+
+    def __init__(self, op_type):
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, f):
+        _register_gradient(self._op_type, f)
+        return f
+
+
+def NotDifferentiable(op_type):  # noqa: N802 - TF1's public name
+    """Declare ops of ``op_type`` (or ops mapped to that name) not differentiable: no gradient
+    flows through them, silently."""
+    if not isinstance(op_type, str):
+        raise TypeError("op_type must be a string")
+    _register_gradient(op_type, None)
+
+
+NoGradient = NotDifferentiable
+
+
+def _register_gradient(name, fn):
+    opdef = REGISTRY.get(name)
+    if name in GRADIENTS or (opdef is not None and opdef.grad_fn is not MISSING):
+        where = _WHERE.get(name, "the registration of zps's %s op" % name)
+        raise KeyError("Registering two gradient with name '%s'! (Previous registration was in "
+                       "%s)" % (name, where))
+    caller = sys._getframe(2)   # who called RegisterGradient(...)(fn) or NotDifferentiable
+    _WHERE[name] = "%s %s:%d" % (caller.f_code.co_name, caller.f_code.co_filename,
+                                 caller.f_lineno)
+    GRADIENTS[name] = fn
+
+
+def gradient_rule(name):
+    """``(grad function, OpDef whose flags apply or None)`` registered under ``name``: by name
+    first, else the op type's own rule. The function is None for a non-differentiable op and
+    MISSING where nothing is registered."""
+    if name in GRADIENTS:
+        return GRADIENTS[name], None
+    opdef = REGISTRY.get(name)
+    return (MISSING, None) if opdef is None else (opdef.grad_fn, opdef)

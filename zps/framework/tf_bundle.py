@@ -19,8 +19,8 @@ The format, as TensorFlow's ``tensor_bundle.cc`` writes it:
   name, the rank, then start and length of each dimension).
 
 Everything is parsed here without protobuf or TensorFlow and validated (sizes, offsets, shapes
-against byte counts, block bounds); a malformed file raises DataLossError. The crc32c checksums
-are not verified (Python has no crc32c; sizes and structure are). Only what zps's dtypes can hold
+against byte counts, block bounds), and each tensor's bytes against its crc32c checksum, as
+TensorFlow's reader does; a malformed or corrupted file raises DataLossError. Only what zps's dtypes can hold
 is read: a complex, bfloat16 or quantized tensor raises UnimplementedError naming it when read.
 """
 
@@ -29,7 +29,7 @@ import struct
 
 import numpy as np
 
-from zps.framework import errors
+from zps.framework import crc32c, errors
 from zps.framework.protobuf import DecodeError, fields, signed64
 from zps.framework.protobuf import decode_varint as _varint  # LevelDB's varints are protobuf's
 
@@ -83,7 +83,7 @@ def _slice(buf, full):
 
 
 def _entry(buf):
-    e = {"dtype": 0, "shape": [], "shard": 0, "offset": 0, "size": 0, "slices": []}
+    e = {"dtype": 0, "shape": [], "shard": 0, "offset": 0, "size": 0, "crc32c": 0, "slices": []}
     for number, _, value in fields(buf):
         if number == 1:
             e["dtype"] = value
@@ -95,6 +95,8 @@ def _entry(buf):
             e["offset"] = signed64(value)
         elif number == 5:
             e["size"] = signed64(value)
+        elif number == 6:
+            e["crc32c"] = value   # masked, of the bytes as read back (see BundleShard.read)
         elif number == 7:
             e["slices"].append(value)
     return e
@@ -234,7 +236,7 @@ def _place(name, key, e, data, num_shards):
     if not 0 <= e["shard"] < num_shards or e["offset"] < 0 or e["size"] < 0:
         raise _CorruptError("tensor %r: shard %d / offset %d / size %d out of range"
                        % (name, e["shard"], e["offset"], e["size"]))
-    data[e["shard"]][_key(key)] = (e["dtype"], e["shape"], e["offset"], e["size"])
+    data[e["shard"]][_key(key)] = (e["dtype"], e["shape"], e["offset"], e["size"], e["crc32c"])
     return e["shard"], _key(key)
 
 
@@ -277,7 +279,7 @@ class BundleShard:
         return list(self._entries[key][1])
 
     def read(self, key):
-        code, shape, offset, size = self._entries[key]
+        code, shape, offset, size, stored = self._entries[key]
         if code not in _DTYPES:
             raise errors.UnimplementedError(
                 None, None, "Checkpoint %s: tensor %r is a TensorFlow %s, which zps has no dtype "
@@ -290,32 +292,47 @@ class BundleShard:
         with open(self.path, "rb") as f:
             f.seek(offset)
             if name == "string":
-                return self._strings(key, f.read(size), count, shape)
+                return self._strings(key, f.read(size), count, shape, stored)
             if size != count * np.dtype(le).itemsize:   # checked before allocating anything
                 raise self._corrupt(key, "%d bytes for %s%s" % (size, name, shape))
             arr = np.empty(shape, le)   # read straight into the array (no second copy)
             if size and f.readinto(memoryview(arr.reshape(-1)).cast("B")) != size:
                 raise self._corrupt(key, "its bytes end early")
+        if size:
+            self._check_crc(key, crc32c.crc32c(arr.reshape(-1)), stored)
         if name == "bool" and arr.size and arr.view(np.uint8).max() > 1:
             raise self._corrupt(key, "a bool tensor holds bytes other than 0 and 1")
         return arr.astype(arr.dtype.newbyteorder("="), copy=False)
 
-    def _strings(self, key, raw, count, shape):
+    def _strings(self, key, raw, count, shape, stored):
+        # TF's ReadStringTensor: the checksum runs over each length (as a little-endian uint32,
+        # or uint64 past 4 GiB), then the stored (masked) checksum of the lengths, then the bytes.
         try:
-            lengths, pos = [], 0
+            lengths, pos, crc = [], 0, 0
             for _ in range(count):
                 n, pos = _varint(raw, pos)
                 lengths.append(n)
-            pos += 4   # the checksum of the lengths
-            if pos + sum(lengths) != len(raw):
+                crc = crc32c.crc32c(struct.pack("<I" if n <= 0xFFFFFFFF else "<Q", n), crc)
+            if pos + 4 + sum(lengths) != len(raw):
                 raise _CorruptError("string lengths do not add up to the entry's size")
         except (_CorruptError, DecodeError) as exc:
             raise self._corrupt(key, str(exc)) from None
+        if raw:
+            if crc32c.unmask(struct.unpack_from("<I", raw, pos)[0]) != crc:
+                raise self._corrupt(key, "the checksum of its string lengths does not match")
+            crc = crc32c.crc32c(raw[pos:], crc)   # the lengths' checksum, then the bytes
+            self._check_crc(key, crc, stored)
+        pos += 4
         out = np.empty(count, dtype=object)
         for i, n in enumerate(lengths):
             out[i] = raw[pos:pos + n]
             pos += n
         return out.reshape(shape)
+
+    def _check_crc(self, key, actual, stored):
+        if crc32c.unmask(stored) != actual:
+            raise self._corrupt(key, "checksum does not match: stored %08x vs. %08x calculated on "
+                                "the bytes read" % (crc32c.unmask(stored), actual))
 
     def _corrupt(self, key, what):
         return errors.DataLossError(None, None, "Checkpoint shard %s is corrupt: tensor %r: %s"

@@ -18,6 +18,7 @@ of shape vectors, so that the usual TF1 idioms keep good static shapes:
 """
 
 import builtins
+import collections
 
 import numpy as np
 
@@ -2285,9 +2286,16 @@ register_op("ListDiff", shape=lambda op: [unknown_shape(1), unknown_shape(1)],
             num_outputs=2)   # no gradient rule, as in TF1
 
 
+ListDiff = collections.namedtuple("ListDiff", ["out", "idx"])
+
+
 def setdiff1d(x, y, index_dtype=_dtypes.int32, name=None):
-    """``(out, idx)``: the entries of the vector ``x`` that are not in ``y``, in their order in
-    ``x``, and their positions in ``x``: ``x[idx] = out``."""
+    """``(out, idx)``, a ListDiff named tuple: the entries of the vector ``x`` that are not in
+    ``y``, in their order in ``x``, and their positions in ``x``: ``x[idx] = out``.
+
+    Example: ``tf.setdiff1d([1, 2, 3, 4], [2, 4]).out`` evaluates to ``[1, 3]``, ``.idx`` to
+    ``[0, 2]``.
+    """
     x, y = to_tensors(x, y)
     if x.dtype != y.dtype:
         raise TypeError("setdiff1d: x and y must have one dtype, got %s and %s"
@@ -2295,7 +2303,49 @@ def setdiff1d(x, y, index_dtype=_dtypes.int32, name=None):
     index_dtype = _dtypes.as_dtype(index_dtype)
     if index_dtype not in (_dtypes.int32, _dtypes.int64):
         raise TypeError("setdiff1d's index_dtype must be int32 or int64, got %s" % index_dtype.name)
-    return tuple(make_op("ListDiff", [x, y], name=name or "ListDiff", out_idx=index_dtype))
+    return ListDiff(*make_op("ListDiff", [x, y], name=name or "ListDiff", out_idx=index_dtype))
+
+
+# -- InvertPermutation ---------------------------------------------------------------------------
+def _invert_permutation_kernel(ctx, x):
+    xp, n = ctx.xp, x.shape[0]
+    valid = bool(((x >= 0) & (x < n)).all()) and bool((xp.bincount(x, minlength=n) == 1).all())
+    if not valid:   # name the first bad entry, as TF's scan does
+        seen = set()
+        for d in x.tolist():
+            if not 0 <= d < n:
+                raise _bad_input("%d is not between 0 and %d", d, n)
+            if d in seen:
+                raise _bad_input("%d is duplicated in the input.", d)
+            seen.add(d)
+    out = xp.empty(n, dtype=x.dtype)
+    out[x] = xp.arange(n, dtype=x.dtype)
+    return out
+
+
+def _invert_permutation_shape(op):
+    s = op.inputs[0].get_shape()
+    if s.ndims not in (None, 1):
+        raise ValueError("Shape must be rank 1 but is rank %d for '%s' (op: InvertPermutation) "
+                         "with input shape %s." % (s.ndims, op.name, s))
+    return s if s.ndims is not None else unknown_shape(1)
+
+
+register_op("InvertPermutation", shape=_invert_permutation_shape,
+            kernel=_invert_permutation_kernel, grad=None)
+
+
+def invert_permutation(x, name=None):
+    """The inverse of the permutation ``x`` (int32 or int64 vector): ``y[x[i]] = i``; a value
+    repeated or outside ``[0, len(x))`` fails when the op runs (InvalidArgumentError).
+
+    Example: ``tf.invert_permutation([3, 4, 0, 2, 1])`` evaluates to ``[2, 4, 3, 0, 1]``.
+    """
+    x = convert_to_tensor(x, name="x")
+    if x.dtype.base_dtype not in (_dtypes.int32, _dtypes.int64):
+        raise TypeError("Value passed to parameter 'x' of InvertPermutation has DataType %s not "
+                        "in list of allowed values: int32, int64 (%s)" % (x.dtype.name, x.name))
+    return make_op("InvertPermutation", [x], name=name or "InvertPermutation")
 
 
 def unique_with_counts(x, out_idx=_dtypes.int32, name=None):
@@ -2367,5 +2417,6 @@ __all__ = [
     "constant",
     "reverse_sequence",
     "setdiff1d",
+    "invert_permutation",
     "unique_with_counts",
 ]

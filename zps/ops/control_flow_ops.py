@@ -14,12 +14,14 @@ from zps.framework.graph import (
     Operation,
     convert_to_tensor,
     get_default_graph,
+    is_symbolic,
 )
 from zps.framework.registry import register_op
 from zps.framework.serialization import VERSIONS, import_graph_def, node_to_def
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops
 from zps.ops.op_util import make_op
+from zps.ops.tensor_array_ops import TensorArray
 
 register_op("NoOp", kernel=lambda ctx: None, num_outputs=0, grad=None)
 
@@ -205,7 +207,9 @@ def _if_grad(op, *out_grads):
     for key in _BRANCHES:
         def grads_of(outputs=fwd[key].outputs):
             ys = [outputs[index[y]] for y, _ in pairs]
-            gs = gradients_impl.gradients(ys, xs, grad_ys=[g for _, g in pairs])
+            # Partial derivatives: each input is held fixed in the others' (a branch reading y and
+            # y = f(x) gets dy and dx apart; the outer pass adds dy's share to x once).
+            gs = gradients_impl.gradients(ys, xs, grad_ys=[g for _, g in pairs], stop_gradients=xs)
             return [array_ops.zeros_like(x) if g is None else array_ops.densify(g)
                     for x, g in zip(xs, gs)]
         ops, outputs, _ = _build_branch(graph, grads_of, "gradient")
@@ -277,9 +281,15 @@ def _build_branch(graph, fn, what):
             if isinstance(v, Operation):
                 with get_default_graph().control_dependencies([v]):
                     outputs.append(array_ops.identity(what != "false_fn"))
-            else:
-                outputs.append(array_ops.identity(array_ops.densify(convert_to_tensor(v))))
-        return outputs, pack
+            else:   # a TensorArray leaves as its flow, and is rebuilt around the output
+                outputs.append(array_ops.identity(array_ops.densify(convert_to_tensor(
+                    _loop_tensor(v)))))
+
+        def rebuild(leaves):
+            return pack([tm._with_flow(x) if _is_tensor_array(tm) and is_symbolic(x) else x
+                         for tm, x in zip(flat, leaves)])
+        rebuild.tensor_arrays = [_is_tensor_array(v) for v in flat]
+        return outputs, rebuild
     ops, (outputs, pack) = _record(graph, build)
     for op in ops:
         if op.op_def.ref_output:
@@ -489,6 +499,12 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         if t_shape != f_shape:
             raise ValueError("true_fn and false_fn must return the same structure: %d vs %d "
                              "tensors (%s, %s)" % (len(t_out), len(f_out), t_shape, f_shape))
+        if pack.tensor_arrays != f_pack.tensor_arrays:
+            raise ValueError("true_fn and false_fn must return the same structure: one returns "
+                             "a TensorArray where the other does not (TensorArrays at %s and %s "
+                             "of the flattened results)" % builtins.tuple(
+                                 [i for i, a in enumerate(p.tensor_arrays) if a]
+                                 for p in (pack, f_pack)))
         for a, b in zip(t_out, f_out):
             if a.dtype.base_dtype != b.dtype.base_dtype:
                 raise ValueError("Outputs of true_fn and false_fn must have the same type: %s, %s"
@@ -656,7 +672,8 @@ def _while_grad(op, *out_grads):
 
     def grads_of():
         xs = [body.args[i] for i in varying] + captured
-        gs = gradients_impl.gradients([body.outputs[i] for i in varying], xs, grad_ys=incoming)
+        gs = gradients_impl.gradients([body.outputs[i] for i in varying], xs, grad_ys=incoming,
+                                      stop_gradients=xs)   # partial derivatives (as in If's)
         out = [array_ops.zeros_like(x) if g is None else array_ops.densify(g)
                for x, g in zip(xs[:len(varying)], gs)]
         # An iteration reading x[t] of a captured x has a gradient of a few rows: kept as rows
@@ -736,7 +753,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     flat, pack = _flatten(loop_vars)
     if not flat:
         raise ValueError("No loop variables provided")
-    flat = [convert_to_tensor(v) for v in flat]
+    templates = list(flat)   # a TensorArray travels as its flow, and is rebuilt around it
+    flat = [convert_to_tensor(_loop_tensor(v)) for v in flat]
     if shape_invariants is None:
         invariants = [t.get_shape() for t in flat]
     else:
@@ -744,7 +762,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         if len(invariants) != len(flat):
             raise ValueError("shape_invariants has %d shapes for %d loop variables"
                              % (len(invariants), len(flat)))
-        invariants = [TensorShape(v) if not isinstance(v, TensorShape) else v for v in invariants]
+        invariants = [TensorShape([]) if _is_tensor_array(tm) else TensorShape(v)
+                      if not isinstance(v, TensorShape) else v
+                      for v, tm in zip(invariants, templates)]
         for t, inv in zip(flat, invariants):
             if not _at_most(t.get_shape(), inv):
                 raise ValueError("The shape invariant %s is not compatible with the initial "
@@ -754,7 +774,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         with graph.control_dependencies(None):
             args = [array_ops.placeholder(t.dtype.base_dtype, inv, name="Identity")
                     for t, inv in zip(flat, invariants)]
-        structured = pack(args)
+        structured = pack(_loop_values(templates, args))
         call_args = structured if isinstance(loop_vars, list | builtins.tuple) else (structured,)
 
         def run_cond():
@@ -777,7 +797,13 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             if len(flat) > 1 and got != want:
                 raise ValueError("body of tf.while_loop must return the structure of loop_vars "
                                  "(%s), got %s" % (want, got))
-            return result
+            if len(leaves) == len(templates):
+                for tm, v in zip(templates, leaves):
+                    if _is_tensor_array(tm) != _is_tensor_array(v):
+                        raise TypeError("body of tf.while_loop must return a TensorArray where "
+                                        "loop_vars has one (and a tensor where it has a tensor); "
+                                        "got %r for %r" % (v, tm))
+            return repack([_loop_tensor(v) for v in leaves])
         cond_ops, cond_out, _ = _build_branch(graph, run_cond, "cond")
         body_ops, body_out, _ = _build_branch(graph, run_body, "body")
         if len(body_out) != len(flat):
@@ -801,10 +827,24 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         op = _make_functional(graph, "While", first, {
             "cond": _Function(cond_ops, cond_out, args=args),
             "body": _Function(body_ops, body_out, args=args)}, attrs, "While")
-    outputs = list(op._outputs)
+    outputs = _loop_values(templates, op._outputs)
     if not return_same_structure and len(outputs) == 1:
         return outputs[0]
     return pack(outputs)
+
+
+def _is_tensor_array(value):
+    return isinstance(value, TensorArray)
+
+
+def _loop_tensor(value):
+    """What a loop variable is in the loop: a TensorArray is its flow (TF1's)."""
+    return value.flow if _is_tensor_array(value) else value
+
+
+def _loop_values(templates, tensors):
+    """``tensors`` as loop variables: a TensorArray of ``templates`` around its new flow."""
+    return [tm._with_flow(t) if _is_tensor_array(tm) else t for tm, t in zip(templates, tensors)]
 
 
 def _max_iterations(value):

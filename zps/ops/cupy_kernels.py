@@ -39,21 +39,22 @@ __all__ = []
 
 CPU_ONLY = frozenset([
     "_Send", "_Recv", "_SendN", "_RecvN",
-    "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue",
+    "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue",
     "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue", "QueueDequeueMany", "QueueDequeueUpTo",
     "QueueClose", "QueueSize", "QueueIsClosed",
     "ConditionalAccumulator", "SparseConditionalAccumulator", "AccumulatorApplyGradient",
     "SparseAccumulatorApplyGradient", "AccumulatorTakeGradient", "SparseAccumulatorTakeGradient",
     "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep",
-    "ScalarSummary", "HistogramSummary", "MergeSummary", "ImageSummary", "AudioSummary",
-    "TensorSummary", "TensorSummaryV2", "SaveShard", "RestoreShard", "RestoreSlice",
+    "ScalarSummary", "HistogramSummary", "MergeSummary", "ImageSummary", "TensorSummaryV2",
+    "SaveShard", "RestoreShard", "RestoreSlice",
     "WriteCheckpointIndex", "ReportUninitialized", "PyFunc", "Print", "PrintV2", "Assert",
     # candidate sampling: host kernels in TF1 too
     "LogUniformCandidateSampler", "UniformCandidateSampler", "FixedUnigramCandidateSampler",
     "ComputeAccidentalHits",
     "StringSplit", "StringToNumber", "AsString", "Substr", "ReduceJoin", "StringJoin", "DecodeCSV",
     "StringToHashBucketFast", "StringToHashBucketStrong", "VocabularyLookup", "SparseCross",
-    "ParseExampleV2", "DecodeRaw", "ReadFile",   # parsing_ops: host kernels in TF1 too
+    # parsing_ops: host kernels in TF1 too
+    "ParseExampleV2", "ParseSequenceExampleV2", "DecodeRaw", "ReadFile",
     "TextLineReaderV2", "WholeFileReaderV2", "ReaderReadV2", "ReaderReadUpToV2",
     "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",
@@ -61,15 +62,21 @@ CPU_ONLY = frozenset([
     "IteratorFromStringHandle",
 ])
 
-METADATA = frozenset(["Shape", "ShapeN", "Size", "Rank", "IsVariableInitialized"])
+METADATA = frozenset(["Shape", "Size", "Rank", "IsVariableInitialized"])
 
 # Shape arithmetic: runs on the host even inside a GPU device scope (TF1 keeps these in host
 # memory), its inputs copied to the host if they were on a device.
-HOST_OPS = frozenset(["ReducedSize", "ShapeSuffix", "BroadcastGradientArgs",
+HOST_OPS = frozenset(["ReducedSize", "ShapeSuffix",
                       # tf.cond, tf.while_loop: the If picks a branch (the While iterates)
                       # on the host; a branch's (body's) ops run on their own devices (a
                       # private plan, with its own copies)
-                      "If", "CaseCheck", "While", "WhileGrad"])
+                      "If", "CaseCheck", "While", "WhileGrad",
+                      # tf.TensorArray: its state is the step's, on the host (elements written
+                      # from a GPU are copied there; a read is copied to a GPU reader)
+                      "TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3",
+                      "TensorArrayGatherV3", "TensorArrayScatterV3", "TensorArrayConcatV3",
+                      "TensorArraySplitV3", "TensorArraySizeV3", "TensorArrayCloseV3",
+                      "TensorArrayGradV3"])
 CPU_ONLY_PREFIXES = ("HashTable",)   # host resources (zps.ops.hash_table_ops)
 
 HOST_INPUTS = {

@@ -1,8 +1,10 @@
 """TF1's layers (``tf.layers``, see zps/layers.py): dense, convolutions (1-D to 3-D, transposed,
 separable), pooling, dropout, flatten and batch normalization, built from tf.nn ops and
-``get_variable``; the ``Layer`` base class users subclass (``build``/``call``/``add_weight``),
-with ``Dense``, ``Dropout``, ``Flatten`` and the pooling layers built on it (``dense`` is
-``Dense(...)(inputs)``, as in TF1).
+``get_variable``, all on the ``Layer`` base class users subclass (``build``/``call``/
+``add_weight``); each functional form is its layer applied once (``conv2d(inputs, ...)`` is
+``Conv2D(...).apply(inputs)``, as in TF1). Layers also give ``get_weights``/``set_weights``
+(through the default session), ``get_config``/``from_config`` and ``compute_output_shape``, and
+take activations by name (``activation="relu"``, the names tf_keras' ``activations.get`` knows).
 
 Each layer call opens a variable scope named ``name`` (by default the layer's kind, made unique:
 ``dense``, ``dense_1``, ...), so its variables are ``<scope>/kernel`` and ``<scope>/bias`` as
@@ -22,10 +24,27 @@ import contextlib
 import inspect
 import re
 
-from zps.framework import dtypes
-from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph, is_symbolic
+import numpy as np
+
+from zps.framework import default_session, dtypes
+from zps.framework.graph import (
+    GraphKeys,
+    Operation,
+    convert_to_tensor,
+    get_default_graph,
+    is_symbolic,
+)
 from zps.framework.tensor_shape import as_shape
-from zps.ops import array_ops, conv_ops, init_ops, math_ops, nn_ops, state_ops, variable_scope
+from zps.ops import (
+    array_ops,
+    clip_ops,
+    conv_ops,
+    init_ops,
+    math_ops,
+    nn_ops,
+    state_ops,
+    variable_scope,
+)
 
 _ZEROS = init_ops.zeros_initializer()   # TF1's default bias initializer
 _ONES = init_ops.ones_initializer()
@@ -46,18 +65,11 @@ def _reentered(scope, reuse):
         yield entered
 
 
-def _weights(name, shape, dtype, initializer, regularizer, trainable, constraint=None):
-    return variable_scope.get_variable(name, shape, dtype=dtype, initializer=initializer,
-                                       regularizer=regularizer, trainable=trainable,
-                                       constraint=constraint)
-
-
-def _float_input(inputs, what):
-    inputs = convert_to_tensor(inputs)
-    if not inputs.dtype.is_floating:
-        raise TypeError("%s needs floating-point inputs, got %s (%s): cast them first"
-                        % (what, inputs.dtype.name, inputs.name))
-    return inputs
+def _check_floating(layer):
+    dtype = dtypes.as_dtype(layer.dtype or dtypes.float32)
+    if not dtype.is_floating:
+        raise TypeError("%s needs floating-point inputs, got %s: cast them first (or give "
+                        "the layer a floating-point dtype)" % (layer.name, dtype.name))
 
 
 def _activity_loss(output, regularizer):
@@ -71,16 +83,6 @@ def _activity_loss(output, regularizer):
         return loss / math_ops.cast(array_ops.shape(output)[0], loss.dtype)
 
 
-def _activity(outputs, activation, activity_regularizer):
-    if activation is not None:
-        outputs = activation(outputs)
-    if activity_regularizer is not None:
-        loss = _activity_loss(outputs, activity_regularizer)
-        if loss is not None:
-            get_default_graph().add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
-    return outputs
-
-
 def _flat(structure):
     if isinstance(structure, list | tuple):
         return [x for item in structure for x in _flat(item)]
@@ -92,6 +94,64 @@ def _snake_case(name):
     name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
     name = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
     return name if name[0] != "_" else "private" + name
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + math_ops.erf(x / math_ops.cast(np.sqrt(2.0), x.dtype)))
+
+
+def _hard_sigmoid(x):
+    return clip_ops.clip_by_value(0.2 * x + 0.5, 0.0, 1.0)
+
+
+def _mish(x):
+    return x * math_ops.tanh(nn_ops.softplus(x))
+
+
+# The activations TF1's layers accept by name (tf_keras's activations.get); "linear" is none.
+_ACTIVATIONS = {
+    "elu": nn_ops.elu, "exponential": math_ops.exp, "gelu": _gelu, "hard_sigmoid": _hard_sigmoid,
+    "leaky_relu": nn_ops.leaky_relu, "linear": None, "log_softmax": nn_ops.log_softmax,
+    "mish": _mish, "relu": nn_ops.relu, "relu6": nn_ops.relu6, "selu": nn_ops.selu,
+    "sigmoid": math_ops.sigmoid, "softmax": nn_ops.softmax, "softplus": nn_ops.softplus,
+    "softsign": nn_ops.softsign, "swish": nn_ops.swish, "silu": nn_ops.swish,
+    "tanh": math_ops.tanh}
+
+
+def _activation_fn(activation):
+    """``activation`` (None, a callable or one of _ACTIVATIONS' names) as a callable or None."""
+    if activation is None or callable(activation):
+        return activation
+    if not isinstance(activation, str):
+        raise TypeError("Could not interpret activation function identifier: %r (give a "
+                        "callable or a name)" % (activation,))
+    if activation not in _ACTIVATIONS:
+        raise ValueError("Unknown activation function: %r. Give a callable or one of %s"
+                         % (activation, ", ".join(sorted(_ACTIVATIONS))))
+    return _ACTIVATIONS[activation]
+
+
+def _serialized(key, value):
+    """A constructor argument as TF1's get_config gives it: activations by name ("linear" for
+    none), initializers as ``{"class_name", "config"}``; other callables (regularizers,
+    constraints, custom activations) as they are, so that ``from_config`` gets them back."""
+    if key == "activation":
+        if value is None:
+            return "linear"
+        return next((name for name, fn in _ACTIVATIONS.items() if fn is value), value)
+    if isinstance(value, init_ops.Initializer):
+        return {"class_name": type(value).__name__, "config": value.get_config()}
+    return value
+
+
+def _deserialized(value):
+    if isinstance(value, dict) and set(value) == {"class_name", "config"}:
+        cls = getattr(init_ops, value["class_name"], None)
+        if not (isinstance(cls, type) and issubclass(cls, init_ops.Initializer)):
+            raise ValueError("Unknown initializer: %r (zps knows tf.initializers' classes: "
+                             "Zeros, Ones, Constant, GlorotUniform, ...)" % value["class_name"])
+        return cls.from_config(value["config"])
+    return value
 
 
 class InputSpec:
@@ -314,7 +374,7 @@ class Layer:
         the layer adds its updates to ``tf.GraphKeys.UPDATE_OPS``."""
         for update in _flat(updates):
             update = update() if callable(update) else update
-            self._updates.append(update.op if is_symbolic(update) else update)
+            self._updates.append(update if isinstance(update, Operation) else update.op)
 
     @property
     def trainable_weights(self):
@@ -343,12 +403,79 @@ class Layer:
     def updates(self):
         return list(self._updates)
 
+    @property
+    def activity_regularizer(self):
+        return self._activity_regularizer
+
+    def get_weights(self):
+        """The values of ``weights`` (numpy arrays, in that order), read through the default
+        session (``[]`` while the layer has no weights)."""
+        weights = self.weights
+        return list(_weights_session(self, "get_weights").run(weights)) if weights else []
+
+    def set_weights(self, weights):
+        """Load numpy values into ``weights`` (a list in that order, each of the variable's
+        shape) through the default session, adding no op to the graph."""
+        params = self.weights
+        if len(weights) != len(params):
+            raise ValueError('You called `set_weights(weights)` on layer "%s" with a weight list '
+                             'of length %d, but the layer was expecting %d weights. Provided '
+                             'weights: %s...' % (self.name, len(weights), len(params),
+                                                 str(weights)[:50]))
+        values = []
+        for param, value in zip(params, weights):
+            value = np.asarray(value)
+            if not param.get_shape().is_compatible_with(value.shape):
+                raise ValueError("Layer weight shape %s not compatible with provided weight "
+                                 "shape %s" % (tuple(param.get_shape().as_list()), value.shape))
+            values.append(value.astype(param.dtype.base_dtype.as_numpy_dtype))
+        if params:
+            session = _weights_session(self, "set_weights")
+            for param, value in zip(params, values):
+                param.load(value, session)
+
+    _config_keys = ()   # the constructor arguments get_config gives, besides name/trainable/dtype
+
+    def get_config(self):
+        """The layer's constructor arguments as a dict (``from_config`` makes the layer again):
+        ``name``, ``trainable``, ``dtype`` and the layer's own (initializers as
+        ``{"class_name", "config"}``, activations by name)."""
+        own = [p for p in inspect.signature(type(self).__init__).parameters
+               if p not in ("self", "trainable", "name", "dtype", "args", "kwargs")]
+        if own and type(self).get_config is Layer.get_config and not self._config_keys:
+            raise NotImplementedError("Layers with arguments in `__init__` must override "
+                                      "`get_config` (%s takes %s)"
+                                      % (type(self).__name__, ", ".join(own)))
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        config.update((key, _serialized(key, getattr(self, key))) for key in self._config_keys)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """The layer ``get_config`` described."""
+        return cls(**{key: _deserialized(value) for key, value in config.items()})
+
+    def compute_output_shape(self, input_shape):
+        """The TensorShape of the outputs for inputs of ``input_shape``."""
+        raise NotImplementedError("Please implement the compute_output_shape method on your "
+                                  "layer (%s): zps, like TF1 in graph mode, cannot infer it"
+                                  % type(self).__name__)
+
     def count_params(self):
         """The number of scalars in the layer's weights (once built)."""
         if not self.built:
             raise ValueError("You tried to call `count_params` on %s, but the layer isn't built. "
                              "Call the layer (or its `build`) first." % self.name)
         return sum(as_shape(w.get_shape()).num_elements() for w in self.weights)
+
+
+def _weights_session(layer, what):
+    session = default_session.get()
+    if session is None:
+        raise ValueError("%s of layer %s reads or writes its variables through the default "
+                         "session, and there is none: call it inside `with tf.Session() as "
+                         "sess:` (or `with sess.as_default():`)" % (what, layer.name))
+    return session
 
 
 def _tensors(inputs):
@@ -382,7 +509,7 @@ class Dense(Layer):
             raise ValueError("Received an invalid value for `units`, expected a positive "
                              "integer. Received: units=%r" % (units,))
         self.units = units
-        self.activation = activation
+        self.activation = _activation_fn(activation)
         self.use_bias = use_bias
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
         self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
@@ -390,11 +517,12 @@ class Dense(Layer):
         self.kernel = self.bias = None
         self.input_spec = InputSpec(min_ndim=2)
 
+    _config_keys = ("units", "activation", "use_bias", "kernel_initializer", "bias_initializer",
+                    "kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                    "kernel_constraint", "bias_constraint")
+
     def build(self, input_shape):
-        dtype = dtypes.as_dtype(self.dtype or dtypes.float32)
-        if not dtype.is_floating:
-            raise TypeError("%s needs floating-point inputs, got %s: cast them first (or give "
-                            "the layer a floating-point dtype)" % (self.name, dtype.name))
+        _check_floating(self)
         last = as_shape(input_shape)[-1].value
         if last is None:
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. "
@@ -425,6 +553,19 @@ class Dense(Layer):
             outputs = nn_ops.bias_add(outputs, self.bias)
         return outputs if self.activation is None else self.activation(outputs)
 
+    def compute_output_shape(self, input_shape):
+        shape = as_shape(input_shape).with_rank_at_least(2)
+        if shape[-1].value is None:
+            raise ValueError("The last dimension of the input shape of a Dense layer should be "
+                             "defined. Found None. Received: input_shape=%s" % (shape,))
+        return shape[:-1].concatenate([self.units])
+
+
+def _applied(layer_class, inputs, name, reuse, *args, **kwargs):
+    """TF1's functional layers: ``layer_class(*args, **kwargs).apply(inputs)``, ``name`` the
+    variable scope itself (not made unique, so ``reuse=True`` or a reusing scope shares it)."""
+    return layer_class(*args, name=name, _scope=name, _reuse=reuse, **kwargs).apply(inputs)
+
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
           bias_initializer=_ZEROS, kernel_regularizer=None,
@@ -432,13 +573,12 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
           bias_constraint=None, trainable=True, name=None, reuse=None):
     """``Dense(units, ...)(inputs)``: ``name`` is the variable scope itself (not made unique, so
     ``reuse=True`` or an enclosing reusing scope shares the variables)."""
-    layer = Dense(units, activation=activation, use_bias=use_bias,
-                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
-                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
-                  activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
-                  bias_constraint=bias_constraint, trainable=trainable, name=name, _scope=name,
-                  _reuse=reuse)
-    return layer.apply(inputs)
+    return _applied(Dense, inputs, name, reuse, units, activation=activation, use_bias=use_bias,
+                    kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                    kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                    activity_regularizer=activity_regularizer,
+                    kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
 
 
 def _ints(value, n, what):
@@ -464,54 +604,276 @@ def _nhwc(data_format, what):
                          % (what, data_format))
 
 
-def _conv_input(inputs, kind, rank, data_format):
-    """``(inputs, channels)`` of a convolution layer over ``rank`` spatial dimensions."""
-    inputs = _float_input(inputs, kind)
-    _nhwc(data_format, kind)
-    shape = inputs.get_shape()
-    if shape.ndims is not None and shape.ndims != rank + 2:
-        raise ValueError("Input 0 of layer %s is incompatible with the layer: expected "
-                         "ndim=%d, found ndim=%d. Full shape received: %s"
-                         % (kind, rank + 2, shape.ndims, shape))
-    channels = shape[-1].value if shape.ndims is not None else None
-    if channels is None:
-        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-    return inputs, channels
+def _conv_size(size, k, padding, stride, dilation=1):
+    """Keras's conv_output_length: the output size of a convolution or pooling."""
+    if size is None:
+        return None
+    k = (k - 1) * dilation + 1
+    return (size - (k - 1 if padding == "valid" else 0) + stride - 1) // stride
 
 
-def _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer, trainable,
-               bias_constraint, activation, activity_regularizer):
-    if use_bias:
-        bias = _weights("bias", [filters], outputs.dtype, bias_initializer, bias_regularizer,
-                        trainable, bias_constraint)
-        outputs = nn_ops.bias_add(outputs, bias)
-    return _activity(outputs, activation, activity_regularizer)
+def _transposed_size(size, k, stride, padding):
+    """Keras's deconv_output_length: the output size of a transposed convolution."""
+    if size is None:
+        return None
+    return size * stride + (max(k - stride, 0) if padding.lower() == "valid" else 0)
 
 
-def _convolve(inputs, kernel, strides, padding, dilations):
-    """conv1d, conv2d or conv3d of channels-last ``inputs`` by their number of spatial dims."""
-    rank = len(strides)
-    if rank == 1:
-        return conv_ops.conv1d(inputs, kernel, strides[0], padding, dilations=dilations[0])
-    conv = conv_ops.conv2d if rank == 2 else conv_ops.conv3d
-    return conv(inputs, kernel, strides=[1, *strides, 1], padding=padding,
-                dilations=[1, *dilations, 1])
+class _Conv(Layer):
+    """A convolution layer object over ``_rank`` spatial dimensions of channels-last inputs:
+    the kernel (made by ``_build_kernels``), then the bias and the activation. TF1's
+    ``tf.layers.Conv2D`` etc.; ``tf.layers.conv2d(...)`` is ``Conv2D(...).apply(inputs)``."""
+
+    _rank = None
+    _config_keys = ("filters", "kernel_size", "strides", "padding", "data_format",
+                    "dilation_rate", "activation", "use_bias", "kernel_initializer",
+                    "bias_initializer", "kernel_regularizer", "bias_regularizer",
+                    "activity_regularizer", "kernel_constraint", "bias_constraint")
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", dilation_rate=1, activation=None, use_bias=True,
+                 kernel_initializer=None, bias_initializer=_ZEROS, kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(trainable=trainable, name=name,
+                         activity_regularizer=activity_regularizer, **kwargs)
+        _nhwc(data_format, _snake_case(type(self).__name__))
+        if not isinstance(filters, int) or isinstance(filters, bool) or filters <= 0:
+            raise ValueError("Invalid value for argument `filters`. Expected a strictly positive "
+                             "value. Received filters=%r." % (filters,))
+        rank = self._rank
+        self.filters = filters
+        self.kernel_size = _ints(kernel_size, rank, "kernel_size")
+        self.strides = _ints(strides, rank, "strides")
+        self.padding = _padding(padding).lower()
+        self.data_format = data_format
+        self.dilation_rate = _ints(dilation_rate, rank, "dilation_rate")
+        self.activation = _activation_fn(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self.kernel = self.bias = None
+
+    def build(self, input_shape):
+        shape = as_shape(input_shape)
+        kind = _snake_case(type(self).__name__)
+        _check_floating(self)
+        if shape.ndims is not None and shape.ndims != self._rank + 2:
+            raise ValueError("Input 0 of layer %s is incompatible with the layer: expected "
+                             "ndim=%d, found ndim=%d. Full shape received: %s"
+                             % (kind, self._rank + 2, shape.ndims, shape))
+        channels = shape[-1].value if shape.ndims is not None else None
+        if channels is None:
+            raise ValueError("The channel dimension of the inputs should be defined. Found "
+                             "`None`.")
+        self.input_spec = InputSpec(ndim=self._rank + 2, axes={-1: channels})
+        self._build_kernels(channels)
+        if self.use_bias:
+            self.bias = self.add_weight("bias", [self.filters], initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer,
+                                        constraint=self.bias_constraint)
+        self.built = True
+
+    def _build_kernels(self, channels):
+        self.kernel = self.add_weight(
+            "kernel", [*self.kernel_size, channels, self.filters],
+            initializer=self.kernel_initializer or init_ops.glorot_uniform_initializer(),
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+
+    def call(self, inputs):
+        outputs = self._convolve(inputs)
+        if self.use_bias:
+            outputs = nn_ops.bias_add(outputs, self.bias)
+        return outputs if self.activation is None else self.activation(outputs)
+
+    def _convolve(self, inputs):
+        padding = self.padding.upper()
+        if self._rank == 1:
+            return conv_ops.conv1d(inputs, self.kernel, self.strides[0], padding,
+                                   dilations=self.dilation_rate[0])
+        conv = conv_ops.conv2d if self._rank == 2 else conv_ops.conv3d
+        return conv(inputs, self.kernel, strides=[1, *self.strides, 1], padding=padding,
+                    dilations=[1, *self.dilation_rate, 1])
+
+    def _spatial_sizes(self, sizes):
+        return [_conv_size(n, k, self.padding, s, d) for n, k, s, d in
+                zip(sizes, self.kernel_size, self.strides, self.dilation_rate)]
+
+    def compute_output_shape(self, input_shape):
+        shape = as_shape(input_shape).with_rank(self._rank + 2)
+        return as_shape([shape[0].value, *self._spatial_sizes([d.value for d in shape[1:-1]]),
+                         self.filters])
 
 
-def _conv_layer(kind, rank, inputs, filters, kernel_size, strides, padding, data_format,
-                dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
-                kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
-                bias_constraint, trainable, name, reuse):
-    inputs, channels = _conv_input(inputs, kind, rank, data_format)
-    k = _ints(kernel_size, rank, "kernel_size")
-    strides, dilations = _ints(strides, rank, "strides"), _ints(dilation_rate, rank, "dilation_rate")
-    with _variables(name, kind, reuse):
-        kernel = _weights("kernel", list(k) + [channels, filters], inputs.dtype,
-                          kernel_initializer or init_ops.glorot_uniform_initializer(),
-                          kernel_regularizer, trainable, kernel_constraint)
-        outputs = _convolve(inputs, kernel, strides, _padding(padding), dilations)
-        return _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer,
-                          trainable, bias_constraint, activation, activity_regularizer)
+class Conv1D(_Conv):
+    """TF1's ``tf.layers.Conv1D``: a 1-D convolution of [batch, width, in] inputs with
+    ``filters`` output channels (``kernel`` [k, in, filters]), then ``bias`` and
+    ``activation``."""
+    _rank = 1
+
+
+class Conv2D(_Conv):
+    """TF1's ``tf.layers.Conv2D``: a 2-D convolution of NHWC inputs with ``filters`` output
+    channels (``kernel`` [kh, kw, in, filters]), then ``bias`` and ``activation``.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     layer = tf.layers.Conv2D(4, 3, padding="same", activation="relu")
+    ...     y = layer(tf.zeros([1, 5, 5, 2]))
+    ...     print(y.op.name, [v.name for v in layer.weights], layer.compute_output_shape([1, 9, 9, 2]))
+    conv2d/Relu ['conv2d/kernel:0', 'conv2d/bias:0'] (1, 9, 9, 4)
+    """
+    _rank = 2
+
+
+class Conv3D(_Conv):
+    """TF1's ``tf.layers.Conv3D``: a 3-D convolution of NDHWC inputs with ``filters`` output
+    channels (``kernel`` [kd, kh, kw, in, filters]), then ``bias`` and ``activation``."""
+    _rank = 3
+
+
+class _ConvTranspose(_Conv):
+    """The transpose of a convolution (a "deconvolution"): ``kernel`` [k..., filters, in];
+    "valid" gives ``in * stride + max(k - stride, 0)`` outputs per dimension, "same"
+    ``in * stride``."""
+
+    _config_keys = tuple(k for k in _Conv._config_keys if k != "dilation_rate")
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", activation=None, use_bias=True,
+                 kernel_initializer=None, bias_initializer=_ZEROS, kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                         kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer,
+                         kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                         trainable=trainable, name=name, **kwargs)
+
+    def _build_kernels(self, channels):
+        self.kernel = self.add_weight(
+            "kernel", [*self.kernel_size, self.filters, channels],
+            initializer=self.kernel_initializer or init_ops.glorot_uniform_initializer(),
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
+
+    def _spatial_sizes(self, sizes):
+        return [_transposed_size(n, k, s, self.padding)
+                for n, k, s in zip(sizes, self.kernel_size, self.strides)]
+
+    def _convolve(self, inputs):
+        shape = inputs.get_shape()
+        static = self._spatial_sizes([d.value for d in shape[1:-1]])
+        dims = array_ops.shape(inputs) if None in static or shape[0].value is None else None
+        sizes = static if None not in static else [   # spatial sizes known when run
+            dims[i + 1] * s + (max(k - s, 0) if self.padding == "valid" else 0)
+            for i, (k, s) in enumerate(zip(self.kernel_size, self.strides))]
+        output_shape = [shape[0].value if shape[0].value is not None else dims[0], *sizes,
+                        self.filters]
+        if any(is_symbolic(d) for d in output_shape):
+            output_shape = array_ops.stack(output_shape)
+        conv = conv_ops.conv2d_transpose if self._rank == 2 else conv_ops.conv3d_transpose
+        outputs = conv(inputs, self.kernel, output_shape, [1, *self.strides, 1],
+                       self.padding.upper())
+        outputs.set_shape([shape[0].value, *static, self.filters])
+        return outputs
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """TF1's ``tf.layers.Conv2DTranspose``: the transpose of a 2-D convolution of NHWC inputs
+    (``kernel`` [kh, kw, filters, in]).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     layer = tf.layers.Conv2DTranspose(4, 3, strides=2, padding="same")
+    ...     a, b = layer(tf.zeros([1, 5, 5, 2])), layer(tf.ones([1, 5, 5, 2]))
+    ...     print(a.get_shape().as_list(), [v.op.name for v in layer.variables])
+    [1, 10, 10, 4] ['conv2d_transpose/kernel', 'conv2d_transpose/bias']
+    """
+    _rank = 2
+
+
+class Conv3DTranspose(_ConvTranspose):
+    """TF1's ``tf.layers.Conv3DTranspose``: the transpose of a 3-D convolution of NDHWC inputs
+    (``kernel`` [kd, kh, kw, filters, in])."""
+    _rank = 3
+
+
+class _SeparableConv(_Conv):
+    """A depthwise convolution (``depthwise_kernel`` [k..., in, depth_multiplier]) then a
+    pointwise one (``pointwise_kernel`` [1..., in * depth_multiplier, filters]), the bias and
+    the activation."""
+
+    _config_keys = tuple(k for k in _Conv._config_keys if k not in (
+        "kernel_initializer", "kernel_regularizer", "kernel_constraint")) + (
+        "depth_multiplier", "depthwise_initializer", "pointwise_initializer",
+        "depthwise_regularizer", "pointwise_regularizer", "depthwise_constraint",
+        "pointwise_constraint")
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", dilation_rate=1, depth_multiplier=1,
+                 activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=_ZEROS, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                 trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, dilation_rate=dilation_rate,
+                         activation=activation, use_bias=use_bias,
+                         bias_initializer=bias_initializer, bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer,
+                         bias_constraint=bias_constraint, trainable=trainable, name=name,
+                         **kwargs)
+        self.depth_multiplier = depth_multiplier
+        self.depthwise_initializer = depthwise_initializer
+        self.pointwise_initializer = pointwise_initializer
+        self.depthwise_regularizer = depthwise_regularizer
+        self.pointwise_regularizer = pointwise_regularizer
+        self.depthwise_constraint = depthwise_constraint
+        self.pointwise_constraint = pointwise_constraint
+        self.depthwise_kernel = self.pointwise_kernel = None
+
+    def _build_kernels(self, channels):
+        glorot = init_ops.glorot_uniform_initializer
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel", [*self.kernel_size, channels, self.depth_multiplier],
+            initializer=self.depthwise_initializer or glorot(),
+            regularizer=self.depthwise_regularizer, constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight(
+            "pointwise_kernel", [1] * self._rank + [channels * self.depth_multiplier,
+                                                    self.filters],
+            initializer=self.pointwise_initializer or glorot(),
+            regularizer=self.pointwise_regularizer, constraint=self.pointwise_constraint)
+
+
+class SeparableConv1D(_SeparableConv):
+    """TF1's ``tf.layers.SeparableConv1D``: a depthwise 1-D convolution then a pointwise one, as
+    a separable 2-D convolution of the inputs with a height of 1 (as TF1)."""
+    _rank = 1
+
+    def call(self, inputs):
+        outputs = conv_ops.separable_conv2d(
+            array_ops.expand_dims(inputs, 1), array_ops.expand_dims(self.depthwise_kernel, 0),
+            array_ops.expand_dims(self.pointwise_kernel, 0), [1, *self.strides * 2, 1],
+            self.padding.upper(), rate=[1, self.dilation_rate[0]])
+        if self.use_bias:
+            outputs = nn_ops.bias_add(outputs, self.bias)
+        outputs = array_ops.squeeze(outputs, [1])
+        return outputs if self.activation is None else self.activation(outputs)
+
+
+class SeparableConv2D(_SeparableConv):
+    """TF1's ``tf.layers.SeparableConv2D``: a depthwise 2-D convolution of NHWC inputs
+    (``depthwise_kernel`` [kh, kw, in, depth_multiplier]) then a 1x1 one (``pointwise_kernel``
+    [1, 1, in * depth_multiplier, filters]), the bias and the activation."""
+    _rank = 2
+
+    def _convolve(self, inputs):
+        return conv_ops.separable_conv2d(inputs, self.depthwise_kernel, self.pointwise_kernel,
+                                         [1, *self.strides, 1], self.padding.upper(),
+                                         rate=list(self.dilation_rate))
 
 
 def conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format="channels_last",
@@ -519,12 +881,15 @@ def conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format
            bias_initializer=_ZEROS, kernel_regularizer=None, bias_regularizer=None,
            activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
            trainable=True, name=None, reuse=None):
-    """A 1-D convolution of [batch, width, in] ``inputs`` with ``filters`` output channels
-    (kernel ``[k, in, filters]``), then the bias and ``activation``."""
-    return _conv_layer("conv1d", 1, inputs, filters, kernel_size, strides, padding, data_format,
-                       dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
-                       kernel_regularizer, bias_regularizer, activity_regularizer,
-                       kernel_constraint, bias_constraint, trainable, name, reuse)
+    """``Conv1D(filters, kernel_size, ...).apply(inputs)``."""
+    return _applied(Conv1D, inputs, name, reuse, filters, kernel_size, strides=strides,
+                    padding=padding, data_format=data_format, dilation_rate=dilation_rate,
+                    activation=activation, use_bias=use_bias,
+                    kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                    kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                    activity_regularizer=activity_regularizer,
+                    kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
 
 
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
@@ -532,12 +897,15 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            kernel_initializer=None, bias_initializer=_ZEROS,
            kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
            kernel_constraint=None, bias_constraint=None, trainable=True, name=None, reuse=None):
-    """A 2-D convolution of NHWC ``inputs`` with ``filters`` output channels (kernel
-    ``[kh, kw, in, filters]``), then the bias and ``activation``."""
-    return _conv_layer("conv2d", 2, inputs, filters, kernel_size, strides, padding, data_format,
-                       dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
-                       kernel_regularizer, bias_regularizer, activity_regularizer,
-                       kernel_constraint, bias_constraint, trainable, name, reuse)
+    """``Conv2D(filters, kernel_size, ...).apply(inputs)``."""
+    return _applied(Conv2D, inputs, name, reuse, filters, kernel_size, strides=strides,
+                    padding=padding, data_format=data_format, dilation_rate=dilation_rate,
+                    activation=activation, use_bias=use_bias,
+                    kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                    kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                    activity_regularizer=activity_regularizer,
+                    kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
 
 
 def conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
@@ -545,19 +913,15 @@ def conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
            kernel_initializer=None, bias_initializer=_ZEROS, kernel_regularizer=None,
            bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
            bias_constraint=None, trainable=True, name=None, reuse=None):
-    """A 3-D convolution of NDHWC ``inputs`` with ``filters`` output channels (kernel
-    ``[kd, kh, kw, in, filters]``), then the bias and ``activation``."""
-    return _conv_layer("conv3d", 3, inputs, filters, kernel_size, strides, padding, data_format,
-                       dilation_rate, activation, use_bias, kernel_initializer, bias_initializer,
-                       kernel_regularizer, bias_regularizer, activity_regularizer,
-                       kernel_constraint, bias_constraint, trainable, name, reuse)
-
-
-def _transposed_size(size, k, stride, padding):
-    """Keras's deconv_output_length: the output size of a transposed convolution."""
-    if size is None:
-        return None
-    return size * stride + (max(k - stride, 0) if padding == "VALID" else 0)
+    """``Conv3D(filters, kernel_size, ...).apply(inputs)``."""
+    return _applied(Conv3D, inputs, name, reuse, filters, kernel_size, strides=strides,
+                    padding=padding, data_format=data_format, dilation_rate=dilation_rate,
+                    activation=activation, use_bias=use_bias,
+                    kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                    kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                    activity_regularizer=activity_regularizer,
+                    kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
 
 
 def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
@@ -565,32 +929,52 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                      kernel_initializer=None, bias_initializer=_ZEROS, kernel_regularizer=None,
                      bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
                      bias_constraint=None, trainable=True, name=None, reuse=None):
-    """The transpose of a 2-D convolution (a "deconvolution") of NHWC ``inputs``: kernel
-    ``[kh, kw, filters, in]``; "valid" gives ``in * stride + max(k - stride, 0)`` outputs per
-    dimension, "same" ``in * stride``."""
-    inputs, channels = _conv_input(inputs, "conv2d_transpose", 2, data_format)
-    k, strides = _ints(kernel_size, 2, "kernel_size"), _ints(strides, 2, "strides")
-    pad = _padding(padding)
-    with _variables(name, "conv2d_transpose", reuse):
-        kernel = _weights("kernel", list(k) + [filters, channels], inputs.dtype,
-                          kernel_initializer or init_ops.glorot_uniform_initializer(),
-                          kernel_regularizer, trainable, kernel_constraint)
-        shape = inputs.get_shape()
-        out = [_transposed_size(shape[i + 1].value, k[i], strides[i], pad) for i in range(2)]
-        if None in out:   # spatial sizes known when run
-            dims = array_ops.shape(inputs)
-            out = [dims[i + 1] * strides[i] + (max(k[i] - strides[i], 0) if pad == "VALID" else 0)
-                   for i in range(2)]
-        batch = shape[0].value if shape[0].value is not None else array_ops.shape(inputs)[0]
-        output_shape = [batch] + out + [filters]
-        if any(is_symbolic(d) for d in output_shape):
-            output_shape = array_ops.stack(output_shape)
-        outputs = conv_ops.conv2d_transpose(inputs, kernel, output_shape, [1, *strides, 1], pad)
-        outputs.set_shape([shape[0].value] + [_transposed_size(shape[i + 1].value, k[i],
-                                                               strides[i], pad)
-                                              for i in range(2)] + [filters])
-        return _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer,
-                          trainable, bias_constraint, activation, activity_regularizer)
+    """``Conv2DTranspose(filters, kernel_size, ...).apply(inputs)``."""
+    return _applied(Conv2DTranspose, inputs, name, reuse, filters, kernel_size, strides=strides,
+                    padding=padding, data_format=data_format, activation=activation,
+                    use_bias=use_bias, kernel_initializer=kernel_initializer,
+                    bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                    bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                    kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
+
+
+def conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
+                     data_format="channels_last", activation=None, use_bias=True,
+                     kernel_initializer=None, bias_initializer=_ZEROS, kernel_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
+    """``Conv3DTranspose(filters, kernel_size, ...).apply(inputs)``."""
+    return _applied(Conv3DTranspose, inputs, name, reuse, filters, kernel_size, strides=strides,
+                    padding=padding, data_format=data_format, activation=activation,
+                    use_bias=use_bias, kernel_initializer=kernel_initializer,
+                    bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                    bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                    kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
+
+
+def separable_conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
+                     data_format="channels_last", dilation_rate=1, depth_multiplier=1,
+                     activation=None, use_bias=True, depthwise_initializer=None,
+                     pointwise_initializer=None, bias_initializer=_ZEROS,
+                     depthwise_regularizer=None, pointwise_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                     pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
+                     reuse=None):
+    """``SeparableConv1D(filters, kernel_size, ...).apply(inputs)``."""
+    return _applied(SeparableConv1D, inputs, name, reuse, filters, kernel_size, strides=strides,
+                    padding=padding, data_format=data_format, dilation_rate=dilation_rate,
+                    depth_multiplier=depth_multiplier, activation=activation, use_bias=use_bias,
+                    depthwise_initializer=depthwise_initializer,
+                    pointwise_initializer=pointwise_initializer,
+                    bias_initializer=bias_initializer,
+                    depthwise_regularizer=depthwise_regularizer,
+                    pointwise_regularizer=pointwise_regularizer,
+                    bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                    depthwise_constraint=depthwise_constraint,
+                    pointwise_constraint=pointwise_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
 
 
 def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
@@ -601,24 +985,19 @@ def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                      bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
                      pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
                      reuse=None):
-    """A depthwise 2-D convolution (``depthwise_kernel`` [kh, kw, in, depth_multiplier]) then a
-    1x1 one (``pointwise_kernel`` [1, 1, in * depth_multiplier, filters]), bias, activation."""
-    inputs, channels = _conv_input(inputs, "separable_conv2d", 2, data_format)
-    k, strides = _ints(kernel_size, 2, "kernel_size"), _ints(strides, 2, "strides")
-    dilations = _ints(dilation_rate, 2, "dilation_rate")
-    with _variables(name, "separable_conv2d", reuse):
-        depthwise = _weights("depthwise_kernel", list(k) + [channels, depth_multiplier],
-                             inputs.dtype,
-                             depthwise_initializer or init_ops.glorot_uniform_initializer(),
-                             depthwise_regularizer, trainable, depthwise_constraint)
-        pointwise = _weights("pointwise_kernel", [1, 1, channels * depth_multiplier, filters],
-                             inputs.dtype,
-                             pointwise_initializer or init_ops.glorot_uniform_initializer(),
-                             pointwise_regularizer, trainable, pointwise_constraint)
-        outputs = conv_ops.separable_conv2d(inputs, depthwise, pointwise, [1, *strides, 1],
-                                            _padding(padding), rate=list(dilations))
-        return _with_bias(outputs, filters, use_bias, bias_initializer, bias_regularizer,
-                          trainable, bias_constraint, activation, activity_regularizer)
+    """``SeparableConv2D(filters, kernel_size, ...).apply(inputs)``."""
+    return _applied(SeparableConv2D, inputs, name, reuse, filters, kernel_size, strides=strides,
+                    padding=padding, data_format=data_format, dilation_rate=dilation_rate,
+                    depth_multiplier=depth_multiplier, activation=activation, use_bias=use_bias,
+                    depthwise_initializer=depthwise_initializer,
+                    pointwise_initializer=pointwise_initializer,
+                    bias_initializer=bias_initializer,
+                    depthwise_regularizer=depthwise_regularizer,
+                    pointwise_regularizer=pointwise_regularizer,
+                    bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                    depthwise_constraint=depthwise_constraint,
+                    pointwise_constraint=pointwise_constraint, bias_constraint=bias_constraint,
+                    trainable=trainable)
 
 
 def _pool(pool, rank, inputs, size, strides, padding):
@@ -675,78 +1054,6 @@ def average_pooling3d(inputs, pool_size, strides, padding="valid", data_format="
     return _pooling(conv_ops.avg_pool3d, "average_pooling3d", 3, inputs, pool_size, strides,
                     padding, data_format, name)
 
-
-class _Layer:
-    """A TF1 layer object over one of the functions above (``tf.layers.Conv2D(...)(inputs)``):
-    the first call creates the variables in a scope named ``name`` (default: the layer's kind,
-    made unique), later calls share them."""
-
-    _function = None   # the functional form, e.g. staticmethod(conv2d)
-    _kind = None       # its default scope name
-
-    def __init__(self, *args, name=None, _reuse=None, **kwargs):
-        self._args, self._kwargs = args, kwargs
-        self.name, self._reuse, self._scope = name, _reuse, None
-
-    def __call__(self, inputs):
-        if self._scope is not None:
-            return self._function(inputs, *self._args, name=self._scope, reuse=True,
-                                  **self._kwargs)
-        with _variables(self.name, self._kind, self._reuse) as scope:
-            self._scope = scope
-            self.name = scope.name.split("/")[-1]
-            return self._function(inputs, *self._args, name=scope, reuse=self._reuse,
-                                  **self._kwargs)
-
-    apply = __call__
-
-    def _collection(self, key):
-        if self._scope is None:
-            return []
-        return get_default_graph().get_collection(key, re.escape(self._scope.name + "/"))
-
-    @property
-    def variables(self):
-        return self._collection(GraphKeys.GLOBAL_VARIABLES)
-
-    @property
-    def trainable_variables(self):
-        return self._collection(GraphKeys.TRAINABLE_VARIABLES)
-
-
-class Conv1D(_Layer):
-    """TF1's ``tf.layers.Conv1D``: :func:`conv1d` as a layer object."""
-    _function, _kind = staticmethod(conv1d), "conv1d"
-
-
-class Conv2D(_Layer):
-    """TF1's ``tf.layers.Conv2D``: :func:`conv2d` as a layer object."""
-    _function, _kind = staticmethod(conv2d), "conv2d"
-
-
-class Conv3D(_Layer):
-    """TF1's ``tf.layers.Conv3D``: :func:`conv3d` as a layer object."""
-    _function, _kind = staticmethod(conv3d), "conv3d"
-
-
-class Conv2DTranspose(_Layer):
-    """TF1's ``tf.layers.Conv2DTranspose``: :func:`conv2d_transpose` as a layer object.
-
-    >>> import zps as tf
-    >>> with tf.Graph().as_default():
-    ...     layer = tf.layers.Conv2DTranspose(4, 3, strides=2, padding="same")
-    ...     a, b = layer(tf.zeros([1, 5, 5, 2])), layer(tf.ones([1, 5, 5, 2]))
-    ...     print(a.get_shape().as_list(), [v.op.name for v in layer.variables])
-    [1, 10, 10, 4] ['conv2d_transpose/kernel', 'conv2d_transpose/bias']
-    """
-    _function, _kind = staticmethod(conv2d_transpose), "conv2d_transpose"
-
-
-class SeparableConv2D(_Layer):
-    """TF1's ``tf.layers.SeparableConv2D``: :func:`separable_conv2d` as a layer object."""
-    _function, _kind = staticmethod(separable_conv2d), "separable_conv2d"
-
-
 def _flattened(inputs):
     shape = inputs.get_shape()
     if shape.ndims is not None and shape[1:].is_fully_defined() and shape[1:].num_elements() > 0:
@@ -798,8 +1105,16 @@ class Flatten(Layer):
         self.data_format = data_format
         self.input_spec = InputSpec(min_ndim=1)
 
+    _config_keys = ("data_format",)
+
     def call(self, inputs):
         return _flattened(inputs)
+
+    def compute_output_shape(self, input_shape):
+        shape = as_shape(input_shape).with_rank_at_least(1)
+        rest = shape[1:]
+        return as_shape([shape[0].value, rest.num_elements() if rest.is_fully_defined()
+                         else None])
 
 
 class Dropout(Layer):
@@ -820,8 +1135,13 @@ class Dropout(Layer):
         _check_rate(rate)
         self.rate, self.noise_shape, self.seed = rate, noise_shape, seed
 
+    _config_keys = ("rate", "noise_shape", "seed")
+
     def call(self, inputs, training=False):
         return _dropped(inputs, self.rate, self.noise_shape, self.seed, training)
+
+    def compute_output_shape(self, input_shape):
+        return as_shape(input_shape)
 
 
 class _Pooling(Layer):
@@ -842,9 +1162,17 @@ class _Pooling(Layer):
         self.data_format = data_format
         self.input_spec = InputSpec(ndim=self._rank + 2)
 
+    _config_keys = ("pool_size", "padding", "strides", "data_format")
+
     def call(self, inputs):
         return _pool(self._pool, self._rank, inputs, self.pool_size, self.strides,
                      self.padding.upper())
+
+    def compute_output_shape(self, input_shape):
+        shape = as_shape(input_shape).with_rank(self._rank + 2)
+        return as_shape([shape[0].value] + [_conv_size(d.value, k, self.padding, s) for d, k, s
+                                            in zip(shape[1:-1], self.pool_size, self.strides)]
+                        + [shape[-1].value])
 
 
 class MaxPooling1D(_Pooling):
@@ -884,24 +1212,25 @@ class AveragePooling3D(_Pooling):
     """TF1's ``tf.layers.AveragePooling3D``: :func:`average_pooling3d` as a layer object."""
     _pool, _rank = staticmethod(conv_ops.avg_pool3d), 3
 
-
-class BatchNormalization:
+class BatchNormalization(Layer):
     """TF1's batch normalization layer (Ioffe and Szegedy, 2015): ``gamma * (x - mean) /
     sqrt(variance + epsilon) + beta`` along ``axis`` (an int or a list of ints).
 
     In training (``training`` True, or a bool tensor that is true when run) ``mean`` and
     ``variance`` are the batch's (biased) moments over the other axes, and each call adds two ops
-    to ``tf.GraphKeys.UPDATE_OPS`` that move ``moving_mean`` and ``moving_variance`` towards
-    them: ``moving -= (moving - batch) * (1 - momentum)``. Run them with the training step
-    (``with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)): ...``). In
-    inference the moving statistics are used and left unchanged.
+    to ``updates`` and ``tf.GraphKeys.UPDATE_OPS`` that move ``moving_mean`` and
+    ``moving_variance`` towards them: ``moving -= (moving - batch) * (1 - momentum)``. Run them
+    with the training step (``with tf.control_dependencies(tf.get_collection(
+    tf.GraphKeys.UPDATE_OPS)): ...``). In inference the moving statistics are used and left
+    unchanged.
 
     The variables are ``<scope>/gamma`` and ``<scope>/beta`` (trainable, when ``scale`` and
     ``center``) and ``<scope>/moving_mean`` and ``<scope>/moving_variance`` (global only), the
     scope named ``name`` or ``batch_normalization``, ``batch_normalization_1``... As in TF1, a
     4-D input normalized along axis 1 or 3 (float16/float32) goes through
     ``tf.nn.fused_batch_norm`` (unless ``fused=False``), whose batch variance feeding the moving
-    average is Bessel-corrected.
+    average is Bessel-corrected. zps does not implement ``renorm``, ``virtual_batch_size`` or
+    ``adjustment``.
 
     >>> import numpy as np, zps as tf
     >>> with tf.Graph().as_default():
@@ -914,115 +1243,98 @@ class BatchNormalization:
 'batch_normalization/moving_mean', 'batch_normalization/moving_variance']
     """
 
+    _config_keys = ("axis", "momentum", "epsilon", "center", "scale", "beta_initializer",
+                    "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer",
+                    "beta_regularizer", "gamma_regularizer", "beta_constraint",
+                    "gamma_constraint")
+
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer=_ZEROS, gamma_initializer=_ONES,
                  moving_mean_initializer=_ZEROS, moving_variance_initializer=_ONES,
                  beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
                  gamma_constraint=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99,
                  fused=None, trainable=True, virtual_batch_size=None, adjustment=None, name=None,
-                 _reuse=None):
+                 **kwargs):
+        super().__init__(trainable=trainable, name=name, **kwargs)
         for what, value in [("renorm", renorm), ("virtual_batch_size", virtual_batch_size),
                             ("adjustment", adjustment)]:
             if value:
                 raise NotImplementedError("batch_normalization: zps does not implement %s (got "
                                           "%r); leave it at its default" % (what, value))
-        self.axis = axis
+        self.axis = list(axis) if isinstance(axis, list | tuple) else axis
         self.momentum = momentum
         self.epsilon = epsilon
         self.center = center
         self.scale = scale
-        self._initializers = (gamma_initializer, beta_initializer, moving_mean_initializer,
-                              moving_variance_initializer)
-        self._regularizers = (gamma_regularizer, beta_regularizer)
-        self._constraints = (gamma_constraint, beta_constraint)
+        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
+        self.moving_mean_initializer = moving_mean_initializer
+        self.moving_variance_initializer = moving_variance_initializer
+        self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
         self.fused = fused
-        self.trainable = trainable
-        self.name = name
-        self._reuse = _reuse
-        self._scope = None
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
-        self.updates = []
 
-    @property
-    def variables(self):
-        return [v for v in (self.gamma, self.beta, self.moving_mean, self.moving_variance)
-                if v is not None]
+    def get_config(self):
+        config = super().get_config()
+        if self.fused is not None:   # not in TF1's config; kept so that from_config keeps it
+            config["fused"] = self.fused
+        return config
 
-    @property
-    def trainable_variables(self):
-        return [v for v in (self.gamma, self.beta) if v is not None and self.trainable]
-
-    def __call__(self, inputs, training=False):
-        inputs = _float_input(inputs, "batch_normalization")
-        shape = inputs.get_shape()
+    def build(self, input_shape):
+        shape = as_shape(input_shape)
+        _check_floating(self)
         if shape.ndims is None:
-            raise ValueError("Input has undefined rank: batch_normalization needs the rank of %s "
-                             "(give its placeholder a shape)" % inputs.name)
-        axes = _normalized_axes(self.axis, shape)
-        with self._layer_scope():
-            param_dtype = dtypes.float32 if inputs.dtype == dtypes.float16 else inputs.dtype
-            param_shape = ([shape[axes[0]].value] if len(axes) == 1 else
-                           [shape[i].value if i in axes else 1 for i in range(shape.ndims)])
-            self._build(param_shape, param_dtype)
-            fused = self.fused is not False and shape.ndims == 4 and axes in ([1], [3]) and \
-                inputs.dtype != dtypes.float64
-            if not is_symbolic(training) and not training:
-                return self._normalize(inputs, axes, param_shape, False, fused)[0]
-            if is_symbolic(training):
-                training = convert_to_tensor(training)
-                if training.dtype != dtypes.bool:
-                    raise TypeError("training must be a Python bool or a bool tensor, got %s"
-                                    % training.dtype.name)
-            outputs, mean, variance = self._normalize(inputs, axes, param_shape, training, fused)
-            # With a bool tensor the update ops leave the moving statistics unchanged in
-            # inference: TF1's fused layer makes the momentum 1 there (and so computes the decay
-            # in float32), its other path skips the update; either way, the same bits as TF1.
-            if not is_symbolic(training):
-                decay = 1.0 - self.momentum
-            elif fused:
-                decay = math_ops.subtract(1.0, array_ops.where(training, self.momentum, 1.0))
-            else:
-                decay = array_ops.where(training, 1.0 - self.momentum, 0.0)
-            for var, value in [(self.moving_mean, mean), (self.moving_variance, variance)]:
-                update = _assign_moving_average(var, value, decay)
-                self.updates.append(update)
-                get_default_graph().add_to_collection(GraphKeys.UPDATE_OPS, update)
-            return outputs
-
-    apply = __call__
-
-    @contextlib.contextmanager
-    def _layer_scope(self):
-        if self._scope is None:
-            with _variables(self.name, "batch_normalization", self._reuse) as scope:
-                self._scope = scope
-                self.name = scope.name.split("/")[-1]
-                yield
-            return
-        with _reentered(self._scope, True):   # later calls share the variables
-            yield
-
-    def _build(self, param_shape, param_dtype):
-        if self.moving_mean is not None:
-            return
-        gamma_init, beta_init, mean_init, variance_init = self._initializers
+            raise ValueError("Input has undefined rank: batch_normalization needs the rank of its "
+                             "inputs (give their placeholder a shape)")
+        axes = self._axes = _normalized_axes(self.axis, shape)
+        dtype = dtypes.as_dtype(self.dtype)
+        param_dtype = dtypes.float32 if dtype == dtypes.float16 else dtype
+        self._param_shape = param_shape = (
+            [shape[axes[0]].value] if len(axes) == 1 else
+            [shape[i].value if i in axes else 1 for i in range(shape.ndims)])
+        self._fused = self.fused is not False and shape.ndims == 4 and axes in ([1], [3]) and \
+            dtype != dtypes.float64
+        self.input_spec = InputSpec(ndim=shape.ndims, axes={a: shape[a].value for a in axes})
         if self.scale:
-            self.gamma = _weights("gamma", param_shape, param_dtype, gamma_init,
-                                  self._regularizers[0], self.trainable, self._constraints[0])
+            self.gamma = self.add_weight("gamma", param_shape, param_dtype,
+                                         self.gamma_initializer, self.gamma_regularizer,
+                                         constraint=self.gamma_constraint)
         if self.center:
-            self.beta = _weights("beta", param_shape, param_dtype, beta_init,
-                                 self._regularizers[1], self.trainable, self._constraints[1])
-        self.moving_mean = _weights("moving_mean", param_shape, param_dtype, mean_init, None,
-                                    False)
-        self.moving_variance = _weights("moving_variance", param_shape, param_dtype,
-                                        variance_init, None, False)
+            self.beta = self.add_weight("beta", param_shape, param_dtype, self.beta_initializer,
+                                        self.beta_regularizer, constraint=self.beta_constraint)
+        self.moving_mean = self.add_weight("moving_mean", param_shape, param_dtype,
+                                           self.moving_mean_initializer, trainable=False)
+        self.moving_variance = self.add_weight("moving_variance", param_shape, param_dtype,
+                                               self.moving_variance_initializer, trainable=False)
+        self.built = True
 
-    def _normalize(self, inputs, axes, param_shape, training, fused):
+    def call(self, inputs, training=False):
+        if not is_symbolic(training) and not training:
+            return self._normalize(inputs, False)[0]
+        if is_symbolic(training):
+            training = convert_to_tensor(training)
+            if training.dtype != dtypes.bool:
+                raise TypeError("training must be a Python bool or a bool tensor, got %s"
+                                % training.dtype.name)
+        outputs, mean, variance = self._normalize(inputs, training)
+        # With a bool tensor the update ops leave the moving statistics unchanged in inference:
+        # TF1's fused layer makes the momentum 1 there (and so computes the decay in float32),
+        # its other path skips the update; either way, the same bits as TF1.
+        if not is_symbolic(training):
+            decay = 1.0 - self.momentum
+        elif self._fused:
+            decay = math_ops.subtract(1.0, array_ops.where(training, self.momentum, 1.0))
+        else:
+            decay = array_ops.where(training, 1.0 - self.momentum, 0.0)
+        self.add_update([_assign_moving_average(var, value, decay) for var, value in
+                         [(self.moving_mean, mean), (self.moving_variance, variance)]])
+        return outputs
+
+    def _normalize(self, inputs, training):
         """``(outputs, mean, variance)``: ``training`` False, True or a bool tensor choosing
-        between the batch's statistics and the moving ones; ``fused``: through
-        tf.nn.fused_batch_norm."""
-        ndims = inputs.get_shape().ndims
-        if fused:
+        between the batch's statistics and the moving ones."""
+        ndims, axes, param_shape = inputs.get_shape().ndims, self._axes, self._param_shape
+        if self._fused:
             def fused_batch_norm(is_training):
                 ones = array_ops.ones(param_shape, self.moving_mean.dtype)
                 return nn_ops.fused_batch_norm(
@@ -1060,6 +1372,9 @@ class BatchNormalization:
             outputs = math_ops.cast(outputs, dtypes.float16)
         outputs.set_shape(inputs.get_shape())
         return outputs, mean, variance
+
+    def compute_output_shape(self, input_shape):
+        return as_shape(input_shape)
 
 
 def _normalized_axes(axis, shape):
@@ -1114,14 +1429,15 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
         beta_constraint=beta_constraint, gamma_constraint=gamma_constraint, renorm=renorm,
         renorm_clipping=renorm_clipping, renorm_momentum=renorm_momentum, fused=fused,
         trainable=trainable, virtual_batch_size=virtual_batch_size, adjustment=adjustment,
-        name=name, _reuse=reuse)
-    return layer(inputs, training=training)
+        name=name, _scope=name, _reuse=reuse)
+    return layer.apply(inputs, training=training)
 
 
 __all__ = ["Layer", "InputSpec", "Dense", "Dropout", "Flatten", "MaxPooling1D", "MaxPooling2D",
            "MaxPooling3D", "AveragePooling1D", "AveragePooling2D", "AveragePooling3D",
-           "dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "separable_conv2d",
-           "Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "SeparableConv2D",
+           "dense", "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose",
+           "separable_conv1d", "separable_conv2d", "Conv1D", "Conv2D", "Conv3D",
+           "Conv2DTranspose", "Conv3DTranspose", "SeparableConv1D", "SeparableConv2D",
            "max_pooling1d", "average_pooling1d", "max_pooling2d", "average_pooling2d",
            "max_pooling3d", "average_pooling3d", "flatten", "dropout", "batch_normalization",
            "BatchNormalization"]

@@ -15,6 +15,7 @@ are installed at the bottom.
 """
 
 import collections
+import contextlib
 import math
 import re
 import string
@@ -24,7 +25,7 @@ import numpy as np
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
 from zps.framework.constant import constant, constant_value, register_constant_folder
-from zps.framework.graph import Tensor, convert_to_tensor
+from zps.framework.graph import Tensor, convert_to_tensor, get_default_graph, is_symbolic
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops
@@ -43,14 +44,55 @@ from zps.ops.op_util import (
 _FLOATS = "float16, float32, float64"
 
 
-def _binary(op_type, x, y, name):
-    x, y = to_tensors(x, y)
+@contextlib.contextmanager
+def _operands(scope_name, x, y, names=("x", "y")):
+    """Open the op's name scope and yield ``(scope, x, y)`` as tensors, converted as TF1 does: a
+    Python or numpy operand takes the other operand's dtype and becomes a constant named after
+    its argument in the scope (``x * 2`` makes ``mul/y`` and ``mul``; ``2 * x``: ``mul/x``)."""
+    tensors = [convert_to_tensor(v) if is_symbolic(v) else None for v in (x, y)]
+    known = next((t for t in tensors if t is not None), None)
+    if known is not None:
+        dtype = known.dtype.base_dtype
+    else:   # two Python values: as to_tensors, a numpy operand's dtype, else each its own
+        dtype = next((_dtypes.as_dtype(v.dtype) for v in (x, y)
+                      if isinstance(v, np.ndarray | np.generic)), None)
+    graph = known.graph if known is not None else get_default_graph()
+    with graph.name_scope(scope_name) as scope:
+        yield (scope,) + tuple(t if t is not None else convert_to_tensor(v, dtype=dtype, name=n)
+                               for t, v, n in zip(tensors, (x, y), names))
+
+
+# TF1's kernels of these ops take numbers only: bool (and string) inputs are refused when the op
+# is built. Add also concatenates strings; Equal and NotEqual take any type.
+_STRING_OK = {"Add", "Equal", "NotEqual"}
+_BOOL_OK = {"Equal", "NotEqual"}
+
+
+def _check_numeric(op_type, t, arg="x"):
+    dtype = t.dtype.base_dtype
+    if (dtype.is_bool and op_type not in _BOOL_OK) or (
+            dtype == _dtypes.string and op_type not in _STRING_OK):
+        raise TypeError("Value passed to parameter '%s' of %s has DataType %s not in list of "
+                        "allowed values: numeric types%s (%s). Cast it first, e.g. "
+                        "tf.cast(%s, tf.int32)." % (arg, op_type, dtype.name,
+                                                    ", string" if op_type in _STRING_OK else "",
+                                                    t.name, arg))
+
+
+def _make_binary(op_type, x, y, name):
     check_same_dtype(op_type, x, y)
-    return make_op(op_type, [x, y], name=name or op_type)
+    _check_numeric(op_type, x)
+    return make_op(op_type, [x, y], name=name)
+
+
+def _binary(op_type, x, y, name, names=("x", "y")):
+    with _operands(name or op_type, x, y, names) as (scope, x, y):
+        return _make_binary(op_type, x, y, scope)
 
 
 def _unary(op_type, x, name, floats_only=False):
     x = convert_to_tensor(x)
+    _check_numeric(op_type, x)
     if floats_only and not x.dtype.is_floating:
         raise TypeError("Value passed to parameter 'x' of %s has DataType %s not in list of allowed "
                         "values: %s (%s). Cast it first, e.g. tf.cast(x, tf.float32)."
@@ -166,14 +208,15 @@ def truediv(x, y, name=None):
 
     Example: ``tf.truediv(tf.constant(7), tf.constant(2))`` evaluates to ``3.5 (float64)``.
     """
-    x, y = to_tensors(x, y)
-    check_same_dtype("truediv", x, y)
-    float_type = _TRUEDIV_TABLE.get(x.dtype)
-    if float_type is not None:
-        x, y = cast(x, float_type), cast(y, float_type)
-    elif not x.dtype.is_floating:
-        raise TypeError("Invalid dtype %s in __truediv__ (%s / %s)" % (x.dtype.name, x.name, y.name))
-    return _binary("RealDiv", x, y, name or "truediv")
+    with _operands(name or "truediv", x, y) as (scope, x, y):
+        check_same_dtype("truediv", x, y)
+        float_type = _TRUEDIV_TABLE.get(x.dtype)
+        if float_type is not None:
+            x, y = cast(x, float_type), cast(y, float_type)
+        elif not x.dtype.is_floating:
+            raise TypeError("Invalid dtype %s in __truediv__ (%s / %s): expected an integer or "
+                            "floating type" % (x.dtype.name, x.name, y.name))
+        return _make_binary("RealDiv", x, y, scope)
 
 
 def divide(x, y, name=None):
@@ -183,8 +226,8 @@ def divide(x, y, name=None):
 
 def div(x, y, name=None):
     """TF1's ``tf.div`` (Python 2 division): floor division for ints, true division for floats."""
-    x, y = to_tensors(x, y)
-    return realdiv(x, y, name) if x.dtype.is_floating else floordiv(x, y, name)
+    with _operands(name or "div", x, y) as (scope, x, y):
+        return _make_binary("RealDiv" if x.dtype.is_floating else "FloorDiv", x, y, scope)
 
 
 def _check_integer_divisor(y):
@@ -220,6 +263,46 @@ def floormod(x, y, name=None):
 
 
 mod = floormod
+
+
+def _truncatediv_kernel(ctx, x, y):
+    _check_integer_divisor(y)
+    xp = ctx.xp
+    if x.dtype.kind == "f":
+        return xp.trunc(x / y)
+    quotient = xp.floor_divide(x, y)
+    # C's division rounds toward zero: one more where the floored quotient was rounded down.
+    return quotient + ((xp.mod(x, y) != 0) & ((x < 0) != (y < 0))).astype(quotient.dtype)
+
+
+register_op("TruncateDiv", shape=broadcast_shape, broadcast=True, kernel=_truncatediv_kernel,
+            grad=None)
+
+
+def _truncatemod_kernel(ctx, x, y):
+    _check_integer_divisor(y)
+    return ctx.xp.fmod(x, y)
+
+
+# TF registers no gradient for TruncateMod: differentiating through it is an error, as in TF.
+register_op("TruncateMod", shape=broadcast_shape, broadcast=True, kernel=_truncatemod_kernel)
+
+
+def truncatediv(x, y, name=None):
+    """``x / y`` rounded toward zero, as C does (``tf.floordiv`` rounds toward -inf).
+
+    Example: ``tf.truncatediv([7, -7], [2, 2])`` evaluates to ``[3, -3]``.
+    """
+    return _binary("TruncateDiv", x, y, name)
+
+
+def truncatemod(x, y, name=None):
+    """The remainder of ``truncatediv``: the sign of ``x`` (C's ``%``, ``fmod``), where
+    ``tf.floormod`` takes the sign of ``y``.
+
+    Example: ``tf.truncatemod([7, -7], [2, 2])`` evaluates to ``[1, -1]``.
+    """
+    return _binary("TruncateMod", x, y, name)
 
 
 def _pow_grad(op, g):
@@ -557,12 +640,12 @@ register_op("Atan2", shape=broadcast_shape, broadcast=True,
 def atan2(y, x, name=None):
     """The angle of the point ``(x, y)``, in [-pi, pi], elementwise (broadcasting); note the
     argument order, ``y`` first (TF1's, numpy's)."""
-    y, x = to_tensors(y, x)
-    if not y.dtype.is_floating:
-        raise TypeError("Value passed to parameter 'y' of Atan2 has DataType %s not in list of "
-                        "allowed values: %s (%s). Cast it first, e.g. tf.cast(y, tf.float32)."
-                        % (y.dtype.name, _FLOATS, y.name))
-    return _binary("Atan2", y, x, name)
+    with _operands(name or "Atan2", y, x, names=("y", "x")) as (scope, y, x):
+        if not y.dtype.is_floating:
+            raise TypeError("Value passed to parameter 'y' of Atan2 has DataType %s not in list "
+                            "of allowed values: %s (%s). Cast it first, e.g. tf.cast(y, "
+                            "tf.float32)." % (y.dtype.name, _FLOATS, y.name))
+        return _make_binary("Atan2", y, x, scope)
 
 
 def div_no_nan(x, y, name=None):
@@ -645,16 +728,16 @@ def greater_equal(x, y, name=None):
 
 def logical_and(x, y, name=None):
     """``x AND y`` of bool tensors (broadcasting)."""
-    x, y = to_tensors(x, y)
-    _check_bool("LogicalAnd", x, y)
-    return make_op("LogicalAnd", [x, y], name=name or "LogicalAnd")
+    with _operands(name or "LogicalAnd", x, y) as (scope, x, y):
+        _check_bool("LogicalAnd", x, y)
+        return make_op("LogicalAnd", [x, y], name=scope)
 
 
 def logical_or(x, y, name=None):
     """``x OR y`` of bool tensors (broadcasting)."""
-    x, y = to_tensors(x, y)
-    _check_bool("LogicalOr", x, y)
-    return make_op("LogicalOr", [x, y], name=name or "LogicalOr")
+    with _operands(name or "LogicalOr", x, y) as (scope, x, y):
+        _check_bool("LogicalOr", x, y)
+        return make_op("LogicalOr", [x, y], name=scope)
 
 
 def logical_xor(x, y, name="LogicalXor"):
@@ -701,6 +784,33 @@ def add_n(inputs, name=None):
     if len(inputs) == 1:
         return array_ops.identity(inputs[0], name=name)
     return make_op("AddN", inputs, name=name or "AddN")
+
+
+def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
+    """The elementwise sum of a list of same-shaped, same-dtype tensors (TF1's ``accumulate_n``,
+    here ``add_n``: the sum is the same, computed at once); ``shape`` and ``tensor_dtype``, when
+    given, must agree with the inputs.
+
+    Example: ``tf.accumulate_n([[1.0, 2.0], [3.0, 4.0]])`` evaluates to ``[4., 6.]``.
+    """
+    error = "inputs must be a list of at least one Tensor with the same dtype and shape"
+    if not inputs or not isinstance(inputs, list | tuple):
+        raise ValueError(error)
+    inputs = [convert_to_tensor(t) for t in inputs]
+    if any(t.dtype != inputs[0].dtype for t in inputs):
+        raise ValueError(error)
+    merged = TensorShape(shape) if shape is not None else unknown_shape()
+    for t in inputs:
+        if not merged.is_compatible_with(t.get_shape()):
+            raise ValueError("Shapes %s and %s are not compatible" % (merged, t.get_shape()))
+        merged = merged.merge_with(t.get_shape())
+    if tensor_dtype is not None and _dtypes.as_dtype(tensor_dtype) != inputs[0].dtype:
+        raise TypeError("The `tensor_dtype` argument is %s, but `input` is of type %s. These must "
+                        "be equal. Try casting the input to the desired type."
+                        % (_dtypes.as_dtype(tensor_dtype).name, inputs[0].dtype.name))
+    if len(inputs) == 1:
+        return inputs[0] if name is None else array_ops.identity(inputs[0], name=name)
+    return add_n(inputs, name=name)
 
 
 # -- MatMul --------------------------------------------------------------------------------------
@@ -750,14 +860,14 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     >>> tf.Session().run(tf.matmul(np.ones([5, 2, 3]), np.ones([3, 4]))).shape
     (5, 2, 4)
     """
-    a, b = to_tensors(a, b)
-    if a.get_shape().ndims != 2 or b.get_shape().ndims != 2:
-        from zps.ops import linalg_ops  # linalg_ops imports this module
-        return linalg_ops.matmul(a, b, transpose_a, transpose_b, adjoint_a, adjoint_b, name=name)
-    check_same_dtype("MatMul", a, b)
-    return make_op("MatMul", [a, b], name=name or "MatMul",
-                   transpose_a=bool(transpose_a or adjoint_a),
-                   transpose_b=bool(transpose_b or adjoint_b))
+    with _operands(name or "MatMul", a, b, names=("a", "b")) as (scope, a, b):
+        if a.get_shape().ndims != 2 or b.get_shape().ndims != 2:
+            from zps.ops import linalg_ops  # linalg_ops imports this module
+            return linalg_ops.matmul(a, b, transpose_a, transpose_b, adjoint_a, adjoint_b,
+                                     name=scope)
+        check_same_dtype("MatMul", a, b)
+        return make_op("MatMul", [a, b], name=scope, transpose_a=bool(transpose_a or adjoint_a),
+                       transpose_b=bool(transpose_b or adjoint_b))
 
 
 # -- reductions ----------------------------------------------------------------------------------
@@ -1024,15 +1134,26 @@ def _arg_reduce_shape(op):
     return TensorShape([d for i, d in enumerate(s.as_list()) if i != op._attrs["axis"]])
 
 
-def _arg_kernel(fn):
-    return lambda ctx, x, axis, output_type: ctx.xp.asarray(
-        fn(x, axis=axis), dtype=output_type.as_numpy_dtype)
+def _arg_kernel(largest):
+    # TF's reducer starts from the lowest (argmin: highest) finite value at index 0 and moves on
+    # to each strictly better value: NaN never wins, and neither does -inf or the lowest value
+    # itself (argmax([nan, 1]) is 1, argmax([nan, -inf]) is 0). Those become -inf, then numpy's
+    # first-best rule agrees.
+    def kernel(ctx, x, axis, output_type):
+        xp = ctx.xp
+        if x.dtype.kind == "f":
+            bound = xp.finfo(x.dtype).min if largest else xp.finfo(x.dtype).max
+            beats = x > bound if largest else x < bound
+            x = xp.where(beats, x, -xp.inf if largest else xp.inf).astype(x.dtype, copy=False)
+        best = x.argmax(axis=axis) if largest else x.argmin(axis=axis)
+        return xp.asarray(best, dtype=output_type.as_numpy_dtype)
+    return kernel
 
 
 register_op("ArgMax", dtype=lambda op: op._attrs["output_type"], shape=_arg_reduce_shape,
-            kernel=_arg_kernel(lambda x, axis: x.argmax(axis=axis)), grad=None)
+            kernel=_arg_kernel(largest=True), grad=None)
 register_op("ArgMin", dtype=lambda op: op._attrs["output_type"], shape=_arg_reduce_shape,
-            kernel=_arg_kernel(lambda x, axis: x.argmin(axis=axis)), grad=None)
+            kernel=_arg_kernel(largest=False), grad=None)
 
 
 def _arg_reduce(op_type, input, axis, name, dimension, output_type):  # noqa: A002
@@ -1056,7 +1177,8 @@ def _arg_reduce(op_type, input, axis, name, dimension, output_type):  # noqa: A0
 
 
 def argmax(input, axis=None, name=None, dimension=None, output_type=_dtypes.int64):  # noqa: A002
-    """The index of the largest value along ``axis`` (default 0; the first one on ties).
+    """The index of the largest value along ``axis`` (default 0; the first one on ties; NaN is
+    never the largest).
 
     Example: ``tf.argmax(tf.constant([[1, 9], [7, 3]]), axis=1)`` evaluates to ``[1, 0] (int64)``.
     """
@@ -1064,7 +1186,8 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=_dtypes.int6
 
 
 def argmin(input, axis=None, name=None, dimension=None, output_type=_dtypes.int64):  # noqa: A002
-    """The index of the smallest value along ``axis`` (default 0; the first one on ties)."""
+    """The index of the smallest value along ``axis`` (default 0; the first one on ties; NaN is
+    never the smallest)."""
     return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
 
 
@@ -1475,10 +1598,22 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype=_dtypes.int32, n
 
 
 # -- operators on Tensor -------------------------------------------------------------------------
+def _multiply_operator(x, y, name):
+    """``x * y``; for bool tensors their AND, as TF's ``*`` computes it (tf.multiply refuses bool):
+    an int32 product cast back to bool (``mul/Cast``, ``mul/Cast_1``, ``mul``, ``mul/Cast_2``)."""
+    if not any(is_symbolic(v) and convert_to_tensor(v).dtype.is_bool for v in (x, y)):
+        return multiply(x, y, name)
+    with _operands(name, x, y) as (scope, x, y):
+        product = _make_binary("Mul", cast(x, _dtypes.int32), cast(y, _dtypes.int32), scope)
+        return cast(product, _dtypes.bool)
+
+
 def _install_operators():
-    # Binary operators name their op as TF1 does ("add", "mul", "truediv", ...).
+    # Binary operators name their op as TF1 does ("add", "mul", "truediv", ...), and a Python
+    # operand's constant after its argument ("mul/y"; reflected, as in 2 * x: "mul/x").
     table = {
-        "add": add, "sub": subtract, "mul": multiply, "truediv": truediv, "floordiv": floordiv,
+        "add": add, "sub": subtract, "mul": _multiply_operator, "truediv": truediv,
+        "floordiv": floordiv,
         "mod": floormod, "pow": pow, "matmul": matmul,
         "and": logical_and, "or": logical_or, "xor": logical_xor,
     }
@@ -1532,6 +1667,9 @@ __all__ = [
     "floordiv",
     "floormod",
     "mod",
+    "truncatediv",
+    "truncatemod",
+    "accumulate_n",
     "pow",
     "maximum",
     "minimum",

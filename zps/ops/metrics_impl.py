@@ -56,6 +56,62 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
         return value, update_op
 
 
+def mean_tensor(values, weights=None, metrics_collections=None, updates_collections=None,
+                name=None):
+    """The elementwise (weighted) mean of every ``values`` tensor seen: ``(mean, update_op)``,
+    each shaped as ``values`` (local variables ``mean/total_tensor``, ``mean/count_tensor``).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     x = tf.placeholder(tf.float32, [2])
+    ...     value, update = tf.metrics.mean_tensor(x)
+    ...     sess = tf.Session()
+    ...     sess.run(tf.local_variables_initializer())
+    ...     _ = sess.run(update, {x: [1.0, 2.0]})
+    ...     print(sess.run(update, {x: [3.0, 6.0]}).tolist())
+    [2.0, 4.0]
+    """
+    with get_default_graph().name_scope(name or "mean"):
+        values = math_ops.cast(convert_to_tensor(values), dtypes.float32)
+        shape = values.get_shape()
+        if not shape.is_fully_defined():
+            raise ValueError("mean_tensor needs values of a fully known shape (its running "
+                             "totals are variables of that shape); %s has shape %s"
+                             % (values.name, shape))
+        total = _metric_variable("total_tensor", shape.as_list())
+        count = _metric_variable("count_tensor", shape.as_list())
+        num_values = array_ops.ones_like(values)
+        if weights is not None:
+            weights = math_ops.cast(convert_to_tensor(weights), dtypes.float32)
+            w_shape = weights.get_shape()
+            if w_shape.ndims is not None and w_shape.ndims == shape.ndims + 1 and \
+                    w_shape[-1].is_compatible_with(1):
+                weights = array_ops.squeeze(weights, [-1])   # TF1's squeezable dimension
+            weights = weights * num_values
+            if not weights.get_shape().is_compatible_with(shape):
+                raise ValueError("mean_tensor: weights of shape %s do not broadcast to the "
+                                 "values' shape %s" % (w_shape, shape))
+            values = values * weights
+            num_values = num_values * weights
+        update_total = state_ops.assign_add(total, values)
+        update_count = state_ops.assign_add(count, num_values)
+        value = math_ops.div_no_nan(total, math_ops.maximum(count, 0.0), name="value")
+        update_op = math_ops.div_no_nan(update_total, math_ops.maximum(update_count, 0.0),
+                                        name="update_op")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+def percentage_below(values, threshold, weights=None, metrics_collections=None,
+                     updates_collections=None, name=None):
+    """The (weighted) fraction of all values seen that are below ``threshold``:
+    ``(fraction, update_op)``."""
+    below = math_ops.cast(math_ops.less(values, threshold), dtypes.float32)
+    return mean(below, weights, metrics_collections, updates_collections,
+                name or "percentage_below_threshold")
+
+
 def _collect(collections, value):
     if collections:
         get_default_graph().add_to_collections(collections, value)
@@ -390,6 +446,67 @@ def _interpolated_pr_auc(tp, fp, fn, num_thresholds, name):
         name=name)
 
 
+# -- sensitivity / specificity at a target ------------------------------------------------------
+_KEPSILON = 1e-7   # TF1's: thresholds just outside [0, 1] count predictions of exactly 0 and 1
+
+
+def _at_target(default_name, target, what, last_threshold, labels, predictions, weights,
+               num_thresholds, metrics_collections, updates_collections, name, pick):
+    # TF1's metric: counts at num_thresholds thresholds evenly in [0, 1] (the first just below
+    # 0, the last at ``last_threshold``), then the ratio at the threshold ``pick`` chooses.
+    if not 0 <= target <= 1:
+        raise ValueError("`%s` must be in the range [0, 1]. Currently, `%s` is %s."
+                         % (what, what, target))
+    inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+    thresholds = [0.0 - _KEPSILON] + inner + [last_threshold]
+    with get_default_graph().name_scope(name or default_name):
+        values, update_ops = _confusion_matrix_at_thresholds(labels, predictions, thresholds,
+                                                             weights)
+        value = pick(values, target, _KEPSILON, "value")
+        update_op = pick(update_ops, target, _KEPSILON, "update_op")
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+def _sensitivity_where_specificity_nearest(c, target, kepsilon, name):
+    specificities = math_ops.divide(c["tn"], c["tn"] + c["fp"] + kepsilon)
+    index = math_ops.argmin(math_ops.abs(specificities - target), 0, output_type=dtypes.int32)
+    tp, fn = array_ops.gather(c["tp"], index), array_ops.gather(c["fn"], index)
+    return math_ops.divide(tp, tp + fn + kepsilon, name=name)
+
+
+def _specificity_where_sensitivity_nearest(c, target, kepsilon, name):
+    # The last of the thresholds nearest the target (TF1: argmax of the cumulative count).
+    distance = math_ops.abs(math_ops.divide(c["tp"], c["tp"] + c["fn"] + kepsilon) - target)
+    nearest = math_ops.cast(math_ops.equal(distance, math_ops.reduce_min(distance)),
+                            dtypes.int64)
+    index = math_ops.argmax(math_ops.cumsum(nearest), 0, output_type=dtypes.int32)
+    tn, fp = array_ops.gather(c["tn"], index), array_ops.gather(c["fp"], index)
+    return math_ops.divide(tn, tn + fp + kepsilon, name=name)
+
+
+def sensitivity_at_specificity(labels, predictions, specificity, weights=None,
+                               num_thresholds=200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The sensitivity (recall) at the threshold whose specificity is nearest ``specificity``:
+    ``(sensitivity, update_op)``; ``predictions`` in [0, 1], ``num_thresholds`` thresholds."""
+    return _at_target("sensitivity_at_specificity", specificity, "specificity", 1.0 + _KEPSILON,
+                      labels, predictions, weights, num_thresholds, metrics_collections,
+                      updates_collections, name, _sensitivity_where_specificity_nearest)
+
+
+def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None,
+                               num_thresholds=200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The specificity at the (last) threshold whose sensitivity is nearest ``sensitivity``:
+    ``(specificity, update_op)``; ``predictions`` in [0, 1], ``num_thresholds`` thresholds."""
+    # TF1 puts this metric's last threshold just below 1 (the other's just above).
+    return _at_target("specificity_at_sensitivity", sensitivity, "sensitivity", 1.0 - _KEPSILON,
+                      labels, predictions, weights, num_thresholds, metrics_collections,
+                      updates_collections, name, _specificity_where_sensitivity_nearest)
+
+
 # -- per class -----------------------------------------------------------------------------------
 def _flat_class_ids(labels, predictions):
     labels = math_ops.cast(convert_to_tensor(labels), dtypes.int64)
@@ -556,4 +673,6 @@ __all__ = ["mean", "accuracy", "mean_absolute_error", "mean_squared_error",
            "false_negatives", "precision", "recall", "true_positives_at_thresholds",
            "false_positives_at_thresholds", "true_negatives_at_thresholds",
            "false_negatives_at_thresholds", "precision_at_thresholds", "recall_at_thresholds",
-           "auc", "mean_per_class_accuracy", "mean_iou", "precision_at_k", "recall_at_k"]
+           "auc", "mean_per_class_accuracy", "mean_iou", "precision_at_k", "recall_at_k",
+           "mean_tensor", "percentage_below", "sensitivity_at_specificity",
+           "specificity_at_sensitivity"]

@@ -14,16 +14,19 @@ naming the string (and, for CSV, the field and record) that was wrong.
 ([1, 2], [b'a', b'b'], [b'x', b'y', b'z'], [2, 2])
 """
 
+import functools
 import re
 
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
-from zps.framework.graph import convert_to_tensor
+from zps.framework.graph import convert_to_tensor, get_default_graph, is_symbolic
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
+from zps.ops import array_ops
 from zps.ops.fingerprint import fingerprint64, siphash
+from zps.ops.logging_ops import _summarize_v2
 from zps.ops.op_util import broadcast_static, const_axis, make_op, normalize_axis, same_shape
 from zps.ops.sparse_ops import SparseTensor
 
@@ -35,7 +38,20 @@ def _strings(shape, items):
     return out.reshape(shape)
 
 
+def _non_string(value):
+    """A leaf of a (nested) Python value that is neither a string nor a tensor, or None."""
+    if isinstance(value, list | tuple):
+        return next((b for b in map(_non_string, value) if b is not None), None)
+    if isinstance(value, np.ndarray):
+        return _non_string(value.ravel().tolist()) if value.dtype.kind not in "SU" else None
+    return None if is_symbolic(value) or isinstance(value, str | bytes) else value
+
+
 def _string_tensor(value, name):
+    bad = _non_string(value)   # convert_to_tensor would make the number n into n zero bytes
+    if bad is not None:
+        raise TypeError("%s must be a string tensor: expected string, but got %r of type '%s'"
+                        % (name, bad, type(bad).__name__))
     t = convert_to_tensor(value, dtype=_dtypes.string, name=name)
     if t.dtype.base_dtype != _dtypes.string:
         raise TypeError("%s must be a string tensor, got %s (%s)" % (name, t.dtype.name, t.name))
@@ -111,6 +127,67 @@ def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type=
     return SparseTensor(indices, values, shape)
 
 
+# -- StringSplitV2 (tf.strings.split) ------------------------------------------------------------
+def _split_v2_kernel(ctx, source, sep, maxsplit):
+    # Any rank (TF's kernel takes vectors; its wrapper splits other ranks the same way): each
+    # token's index is its string's index then its position.
+    sep = sep.item() or None          # "" splits at runs of whitespace, as None does
+    rows = [text.split(sep, maxsplit) for text in source.ravel()]
+    positions = [(r, c) for r, tokens in enumerate(rows) for c in range(len(tokens))]
+    flat = np.array(positions, dtype=np.int64).reshape(-1, 2)
+    outer = np.unravel_index(flat[:, 0], source.shape) if source.ndim else ()
+    indices = np.stack(list(outer) + [flat[:, 1]], axis=1).astype(np.int64, copy=False)
+    values = [t for tokens in rows for t in tokens]
+    width = max((len(tokens) for tokens in rows), default=0)
+    return (indices, _strings(len(values), values),
+            np.array(list(source.shape) + [width], dtype=np.int64))
+
+
+def _split_v2_shape(op):
+    rank = op.inputs[0].get_shape().ndims
+    n = None if rank is None else rank + 1
+    return [TensorShape([None, n]), TensorShape([None]), TensorShape([n])]
+
+
+register_op("StringSplitV2", dtype=lambda op: [_dtypes.int64, _dtypes.string, _dtypes.int64],
+            shape=_split_v2_shape, kernel=_split_v2_kernel, num_outputs=3, grad=None)
+
+
+def strings_split_v1(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # noqa: A002
+                     source=None, name=None):
+    """Split each string of ``input`` (any rank) at ``sep`` as Python's ``bytes.split`` does: a
+    SparseTensor whose indices add the token's position to the string's (TF1's
+    ``tf.strings.split``).
+
+    ``sep`` None or "" splits at runs of whitespace and drops empty tokens; any other ``sep`` is
+    one whole delimiter and keeps them. At most ``maxsplit`` splits per string (-1: no limit).
+    ``source`` is the older name of ``input``. A scalar ``input`` gives one row.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     st = tf.strings.split(["a<>b<><>c", "d"], sep="<>")
+    ...     v = tf.Session().run(st)
+    >>> v.values.tolist(), v.dense_shape.tolist()
+    ([b'a', b'b', b'', b'c', b'd'], [2, 4])
+    """
+    if (input is None) == (source is None):
+        raise ValueError("tf.strings.split: pass input (or source, its older name), exactly one")
+    if result_type not in ("RaggedTensor", "SparseTensor"):
+        raise ValueError("result_type must be 'RaggedTensor' or 'SparseTensor'.")
+    if result_type == "RaggedTensor":
+        raise ValueError("tf.strings.split: zps has no RaggedTensor; use "
+                         "result_type='SparseTensor'")
+    with get_default_graph().name_scope(name or "StringSplit"):
+        source = _string_tensor(input if input is not None else source, "input")
+        sep = _string_tensor("" if sep is None else sep, "sep")
+        if sep.get_shape().ndims not in (None, 0):
+            raise ValueError("tf.strings.split: sep must be a scalar, got shape %s"
+                             % sep.get_shape())
+        if source.get_shape().ndims == 0:
+            source = array_ops.expand_dims(source, 0)
+        return SparseTensor(*make_op("StringSplitV2", [source, sep], maxsplit=int(maxsplit)))
+
+
 # -- StringToNumber ------------------------------------------------------------------------------
 _NUMBER_TYPES = (_dtypes.float32, _dtypes.float64, _dtypes.int32, _dtypes.int64)
 
@@ -133,19 +210,24 @@ register_op("StringToNumber", dtype=lambda op: op._attrs["out_type"], shape=same
             kernel=_to_number_kernel, grad=None)
 
 
-def string_to_number(string_tensor, out_type=_dtypes.float32, name=None):
-    """Parse each string as a number of ``out_type`` (float32/64, int32/64).
+def string_to_number(string_tensor=None, out_type=_dtypes.float32, name=None, input=None):  # noqa: A002
+    """Parse each string as a number of ``out_type`` (float32/64, int32/64); ``input`` is
+    ``string_tensor``'s newer name.
 
     >>> import zps as tf
     >>> with tf.Graph().as_default():
     ...     print(tf.Session().run(tf.string_to_number(["1.5", "-2"])).tolist())
     [1.5, -2.0]
     """
+    if (string_tensor is None) == (input is None):
+        raise ValueError("string_to_number: pass string_tensor or input (its newer name), "
+                         "exactly one")
     out_type = _dtypes.as_dtype(out_type)
     if out_type not in _NUMBER_TYPES:
         raise TypeError("string_to_number: out_type must be one of %s, got %s"
                         % ([d.name for d in _NUMBER_TYPES], out_type.name))
-    return make_op("StringToNumber", [_string_tensor(string_tensor, "string_tensor")],
+    strings = string_tensor if input is None else input
+    return make_op("StringToNumber", [_string_tensor(strings, "string_tensor")],
                    name=name or "StringToNumber", out_type=out_type)
 
 
@@ -191,17 +273,29 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, f
 
 
 # -- Substr --------------------------------------------------------------------------------------
-def _substr_kernel(ctx, strings, pos, length):
+_UNITS = ("BYTE", "UTF8_CHAR")
+
+
+def _char_starts(text):
+    """The byte offsets at which the UTF-8 characters of ``text`` start (TF's rule: every byte
+    that is not a continuation byte starts one)."""
+    return [i for i, b in enumerate(text) if b & 0xC0 != 0x80]
+
+
+def _substr_kernel(ctx, strings, pos, length, unit):
     strings, pos, length = np.broadcast_arrays(strings, pos, length)
     items = []
     for i, (text, p, n) in enumerate(zip(strings.ravel(), pos.ravel().tolist(),
                                          length.ravel().tolist())):
-        if not -len(text) <= p <= len(text):
+        starts = _char_starts(text) + [len(text)] if unit == "UTF8_CHAR" else None
+        size = len(text) if starts is None else len(starts) - 1
+        if not -size <= p <= size:
             raise errors.InvalidArgumentError(
                 None, None, "pos %d out of range for string b'%s' at index %d"
                 % (p, text.decode("utf-8", "replace"), i))
-        start = p if p >= 0 else len(text) + p
-        items.append(text[start:start + max(n, 0)])
+        start = p if p >= 0 else size + p
+        end = min(start + max(n, 0), size)
+        items.append(text[start:end] if starts is None else text[starts[start]:starts[end]])
     return _strings(strings.shape, items)
 
 
@@ -210,23 +304,266 @@ register_op("Substr", dtype=lambda op: _dtypes.string,
             kernel=_substr_kernel, grad=None)
 
 
+def _check_unit(what, unit):
+    if unit not in _UNITS:
+        raise ValueError("Attr 'unit' of '%s' Op passed string '%s' not in: \"BYTE\", "
+                         "\"UTF8_CHAR\"." % (what, unit))
+
+
 def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002 - TF1's argument names
-    """The substrings ``input[pos:pos + len]`` (bytes; a negative ``pos`` counts from the end).
+    """The substrings ``input[pos:pos + len]`` (a negative ``pos`` counts from the end), in bytes
+    or, with ``unit="UTF8_CHAR"``, in UTF-8 characters.
 
     >>> import zps as tf
     >>> with tf.Graph().as_default():
     ...     print(tf.Session().run(tf.substr(["hello"], 1, 3)).tolist())
     [b'ell']
     """
-    if unit != "BYTE":
-        raise ValueError("substr: only unit='BYTE' is supported by zps, got %r" % (unit,))
+    _check_unit("Substr", unit)
     strings = _string_tensor(input, "input")
     pos = convert_to_tensor(pos, dtype=_dtypes.int32, name="pos")
     length = convert_to_tensor(len, dtype=pos.dtype, name="len")
     if not pos.get_shape().is_compatible_with(length.get_shape()):
         raise ValueError("substr: pos %s and len %s must have the same shape"
                          % (pos.get_shape(), length.get_shape()))
-    return make_op("Substr", [strings, pos, length], name=name or "Substr")
+    return make_op("Substr", [strings, pos, length], name=name or "Substr", unit=unit)
+
+
+# -- StringLength --------------------------------------------------------------------------------
+def _length_kernel(ctx, strings, unit):
+    count = len if unit == "BYTE" else lambda text: sum(b & 0xC0 != 0x80 for b in text)
+    return np.fromiter((count(t) for t in strings.ravel()), dtype=np.int32,
+                       count=strings.size).reshape(strings.shape)
+
+
+register_op("StringLength", dtype=lambda op: _dtypes.int32, shape=same_shape,
+            kernel=_length_kernel, grad=None)
+
+
+def string_length(input, name=None, unit="BYTE"):  # noqa: A002 - TF1's argument name
+    """The length of each string (int32), in bytes or, with ``unit="UTF8_CHAR"``, in UTF-8
+    characters.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.strings.length(["abc", "é"], unit="UTF8_CHAR")).tolist())
+    [3, 1]
+    """
+    _check_unit("StringLength", unit)
+    return make_op("StringLength", [_string_tensor(input, "input")], name=name or "StringLength",
+                   unit=unit)
+
+
+# -- StringStrip, StringLower, StringUpper -------------------------------------------------------
+def _elementwise(fn):
+    def kernel(ctx, strings, **attrs):
+        return _strings(strings.shape, [fn(t, **attrs) for t in strings.ravel()])
+    return kernel
+
+
+def _change_case(method):
+    def change(text, encoding):
+        if encoding == "":        # ASCII letters only, as TF
+            return getattr(text, method)()
+        if encoding.lower() not in ("utf-8", "utf8"):
+            raise errors.InvalidArgumentError(
+                None, None, "only utf-8 or '' (no encoding) is supported, received %s" % encoding)
+        return getattr(text.decode("utf-8", "surrogateescape"), method)().encode(
+            "utf-8", "surrogateescape")
+    return change
+
+
+register_op("StringStrip", dtype=lambda op: _dtypes.string, shape=same_shape,
+            kernel=_elementwise(bytes.strip), grad=None)
+register_op("StringLower", dtype=lambda op: _dtypes.string, shape=same_shape,
+            kernel=_elementwise(_change_case("lower")), grad=None)
+register_op("StringUpper", dtype=lambda op: _dtypes.string, shape=same_shape,
+            kernel=_elementwise(_change_case("upper")), grad=None)
+
+
+def string_strip(input, name=None):  # noqa: A002 - TF1's argument name
+    r"""Each string without its leading and trailing whitespace (`` \t\n\v\f\r``).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.string_strip([" a b \t\n"])).tolist())
+    [b'a b']
+    """
+    return make_op("StringStrip", [_string_tensor(input, "input")], name=name or "StringStrip")
+
+
+def string_lower(input, encoding="", name=None):  # noqa: A002 - TF1's argument name
+    """Each string in lower case: ASCII letters only, or with ``encoding="utf-8"`` every letter.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.strings.lower(["AbÉ"], encoding="utf-8"))[0].decode())
+    abé
+    """
+    return make_op("StringLower", [_string_tensor(input, "input")], name=name or "StringLower",
+                   encoding=str(encoding))
+
+
+def string_upper(input, encoding="", name=None):  # noqa: A002 - TF1's argument name
+    """Each string in upper case: ASCII letters only, or with ``encoding="utf-8"`` every letter.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.strings.upper(["ab"])).tolist())
+    [b'AB']
+    """
+    return make_op("StringUpper", [_string_tensor(input, "input")], name=name or "StringUpper",
+                   encoding=str(encoding))
+
+
+# -- RegexFullMatch, RegexReplace (and their Static forms, for a pattern known when built) -------
+# Patterns run on Python's ``re`` over the UTF-8 text (as RE2 does; bytes that are not UTF-8 are
+# carried through as surrogates), with ASCII \d \w \s as RE2's. ``re`` accepts a superset of
+# RE2's syntax (lookarounds, backreferences), which TF would refuse.
+@functools.lru_cache(maxsize=256)
+def _regex(pattern):
+    try:
+        return re.compile(pattern.decode("utf-8", "surrogateescape"), re.ASCII)
+    except re.error as e:
+        raise errors.InvalidArgumentError(
+            None, None, "Invalid pattern: %s, error: %s" % (pattern.decode("utf-8", "replace"),
+                                                           e)) from None
+
+
+def _text(b):
+    return b.decode("utf-8", "surrogateescape")
+
+
+_REWRITE_TOKEN = re.compile(r"\\(.?)", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=256)
+def _rewrite(rewrite, groups):
+    """RE2's rewrite string as a function of a match: ``\\0``-``\\9`` insert a group,
+    ``\\\\`` a backslash; any other escape is an error."""
+    rewrite = _text(rewrite)
+    parts, last = [], 0
+    for m in _REWRITE_TOKEN.finditer(rewrite):
+        parts.append(rewrite[last:m.start()])
+        c = m.group(1)
+        if c == "\\":
+            parts.append("\\")
+        elif c.isdigit() and int(c) <= groups:
+            parts.append(int(c))
+        else:
+            raise errors.InvalidArgumentError(
+                None, None, "Invalid rewrite pattern %r: use \\0-\\%d for groups of the "
+                "pattern and \\\\ for a backslash" % (rewrite, groups))
+        last = m.end()
+    parts.append(rewrite[last:])
+    return lambda match: "".join(match.group(p) or "" if isinstance(p, int) else p
+                                 for p in parts)
+
+
+def _full_match_kernel(ctx, strings, pattern):
+    regex = _regex(pattern if isinstance(pattern, bytes) else pattern.item())
+    return np.fromiter((regex.fullmatch(_text(t)) is not None for t in strings.ravel()),
+                       dtype=bool, count=strings.size).reshape(strings.shape)
+
+
+def _replace_kernel(ctx, strings, pattern, rewrite, replace_global):
+    regex = _regex(pattern if isinstance(pattern, bytes) else pattern.item())
+    replace = _rewrite(rewrite if isinstance(rewrite, bytes) else rewrite.item(), regex.groups)
+    count = 0 if replace_global else 1
+    return _strings(strings.shape, [regex.sub(replace, _text(t), count).encode(
+        "utf-8", "surrogateescape") for t in strings.ravel()])
+
+
+register_op("RegexFullMatch", dtype=lambda op: _dtypes.bool, shape=same_shape,
+            kernel=_full_match_kernel, grad=None)
+register_op("StaticRegexFullMatch", dtype=lambda op: _dtypes.bool, shape=same_shape,
+            kernel=_full_match_kernel, grad=None)
+register_op("RegexReplace", dtype=lambda op: _dtypes.string, shape=same_shape,
+            kernel=_replace_kernel, grad=None)
+register_op("StaticRegexReplace", dtype=lambda op: _dtypes.string, shape=same_shape,
+            kernel=_replace_kernel, grad=None)
+
+
+def _scalar_string(value, name):
+    t = _string_tensor(value, name)
+    if t.get_shape().ndims not in (None, 0):
+        raise ValueError("%s must be a scalar string, got shape %s" % (name, t.get_shape()))
+    return t
+
+
+def _as_bytes(value):
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def regex_full_match(input, pattern, name=None):  # noqa: A002 - TF1's argument name
+    """Whether each whole string matches the regular expression ``pattern`` (bool).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     print(tf.Session().run(tf.strings.regex_full_match(["abc", "ab"], "a.c")).tolist())
+    [True, False]
+    """
+    strings = _string_tensor(input, "input")
+    if isinstance(pattern, str | bytes):
+        return make_op("StaticRegexFullMatch", [strings], name=name or "StaticRegexFullMatch",
+                       pattern=_as_bytes(pattern))
+    return make_op("RegexFullMatch", [strings, _scalar_string(pattern, "pattern")],
+                   name=name or "RegexFullMatch")
+
+
+def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
+    r"""Each string with the matches of ``pattern`` replaced by ``rewrite`` (all of them, or the
+    first with ``replace_global=False``); in ``rewrite``, ``\1`` inserts group 1 (``\0``: the
+    whole match), ``\\`` a backslash.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     out = tf.regex_replace(["ab12cd34"], r"([a-z]+)(\d+)", r"<\2\1>")
+    ...     print(tf.Session().run(out).tolist())
+    [b'<12ab><34cd>']
+    """
+    strings = _string_tensor(input, "input")
+    if isinstance(pattern, str | bytes) and isinstance(rewrite, str | bytes):
+        return make_op("StaticRegexReplace", [strings], name=name or "StaticRegexReplace",
+                       pattern=_as_bytes(pattern), rewrite=_as_bytes(rewrite),
+                       replace_global=bool(replace_global))
+    return make_op("RegexReplace", [strings, _scalar_string(pattern, "pattern"),
+                                    _scalar_string(rewrite, "rewrite")],
+                   name=name or "RegexReplace", replace_global=bool(replace_global))
+
+
+# -- StringFormat (tf.strings.format) ------------------------------------------------------------
+def _format_kernel(ctx, *inputs, parts, summarize):
+    out = [parts[0]]
+    for value, text in zip(inputs, parts[1:]):
+        out += [_summarize_v2(value, summarize), text]
+    return np.array("".join(out).encode("utf-8"), dtype=object)
+
+
+register_op("StringFormat", dtype=lambda op: _dtypes.string, shape=lambda op: TensorShape([]),
+            kernel=_format_kernel, grad=None)
+
+
+def string_format(template, inputs, placeholder="{}", summarize=3, name=None):
+    """A scalar string: ``template`` with each ``placeholder`` replaced by one of ``inputs``
+    (a tensor or a list of them) as ``tf.print`` shows it, ``summarize`` entries at each end of
+    every dimension (-1: all).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     s = tf.strings.format("x={} y={}", [tf.constant([1, 2, 3, 4, 5, 6, 7]), 2.5])
+    ...     print(tf.Session().run(s).decode())
+    x=[1 2 3 ... 5 6 7] y=2.5
+    """
+    inputs = list(inputs) if isinstance(inputs, list | tuple) else [inputs]
+    parts = template.split(placeholder)
+    if len(parts) - 1 != len(inputs):
+        raise ValueError("The template expects %d tensors, but the inputs only has %d. Please "
+                         "ensure the number of placeholders in template matches inputs length."
+                         % (len(parts) - 1, len(inputs)))
+    tensors = [convert_to_tensor(t) for t in inputs]
+    return make_op("StringFormat", tensors, name=name or "StringFormat", parts=tuple(parts),
+                   summarize=int(summarize))
 
 
 # -- ReduceJoin ----------------------------------------------------------------------------------
@@ -526,6 +863,6 @@ def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A
                            num_buckets, name, key=key)
 
 
-__all__ = ["as_string", "decode_csv", "reduce_join", "string_join", "string_split",
-           "string_to_hash_bucket_fast", "string_to_hash_bucket_strong", "string_to_number",
-           "substr"]
+__all__ = ["as_string", "decode_csv", "reduce_join", "regex_replace", "string_join",
+           "string_split", "string_strip", "string_to_hash_bucket_fast",
+           "string_to_hash_bucket_strong", "string_to_number", "substr"]

@@ -1216,7 +1216,10 @@ def prune(fetches, targets, fed=()):
 
 
 def _deps(op, fed):
-    return iter([t.op for t in op._inputs if t not in fed] + op._control_inputs)
+    # A control input whose outputs are all fed counts as done (TF1: the feed replaces it).
+    return iter([t.op for t in op._inputs if t not in fed]
+                + [c for c in op._control_inputs if not (c._outputs and all(
+                    t in fed for t in c._outputs))])
 
 
 def as_fetch_element(graph, fetch):

@@ -14,7 +14,7 @@ import math
 
 from zps.framework import dtypes
 from zps.framework.graph import convert_to_tensor, get_default_graph, is_symbolic
-from zps.ops import array_ops, math_ops
+from zps.ops import array_ops, math_ops, random_ops
 
 
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
@@ -153,5 +153,29 @@ def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5
         return math_ops.multiply(lr, decayed, name=scope)
 
 
+def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_variance=1.0,
+                              variance_decay=0.55, num_periods=0.5, alpha=0.0, beta=0.001,
+                              name=None):
+    """``linear_cosine_decay`` with Gaussian noise on its linear part: ``learning_rate * ((alpha
+    + linear + eps) * cosine + beta)``, ``eps`` drawn anew at each evaluation with variance
+    ``initial_variance / (1 + s) ** variance_decay`` (``s = min(step, decay_steps)``)."""
+    with get_default_graph().name_scope(name or "NoisyLinearCosineDecay") as scope:
+        lr, dtype, step = _step_and_rate(learning_rate, global_step,
+                                         "noisy_linear_cosine_decay")
+        decay_steps = math_ops.cast(decay_steps, dtype)
+        step = math_ops.minimum(step, decay_steps)
+        linear = (decay_steps - step) / decay_steps
+        variance = math_ops.cast(initial_variance, dtype) / math_ops.pow(
+            1.0 + step, math_ops.cast(variance_decay, dtype))
+        noisy_linear = linear + random_ops.random_normal(
+            array_ops.shape(linear), stddev=math_ops.sqrt(variance), dtype=dtype)
+        fraction = 2.0 * math_ops.cast(num_periods, dtype) * step / decay_steps
+        cosine = 0.5 * (1.0 + math_ops.cos(math.pi * fraction))
+        decayed = (math_ops.cast(alpha, dtype) + noisy_linear) * cosine + math_ops.cast(beta,
+                                                                                       dtype)
+        return math_ops.multiply(lr, decayed, name=scope)
+
+
 __all__ = ["exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",
-           "piecewise_constant", "cosine_decay", "cosine_decay_restarts", "linear_cosine_decay"]
+           "piecewise_constant", "cosine_decay", "cosine_decay_restarts", "linear_cosine_decay",
+           "noisy_linear_cosine_decay"]
