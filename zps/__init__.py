@@ -47,6 +47,7 @@ from zps.ops.resources import *  # noqa: F403
 from zps.ops.gradients_impl import (AggregationMethod, UnconnectedGradients, gradients,
                                    hessians)
 from zps.ops.custom_gradient import custom_gradient
+from zps.ops.template import make_template
 from zps.framework.registry import NoGradient, NotDifferentiable, RegisterGradient
 from zps.ops.confusion_matrix import confusion_matrix
 from zps.framework.default_session import get_default_session
@@ -54,9 +55,10 @@ from zps.ops.summary_proto import Event, HistogramProto, SessionLog, Summary, Su
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import (app, compat, contrib, data, distribute, estimator, feature_column, flags, gfile,
-                 image, io, layers, linalg, logging, losses, metrics, nn, python_io, sparse,
-                 strings, summary, test, train)
+from zps import (app, compat, contrib, data, debugging, distribute, dtypes, estimator,
+                 feature_column, flags, gfile, graph_util, image, io, layers, linalg, logging,
+                 losses, math, metrics, nn, python_io, random, sparse, strings, summary, test,
+                 train)
 from zps.framework.v2_compat import *  # noqa: F403
 from zps.logging import get_logger
 from zps.ops.image_ops import random_crop

@@ -1,13 +1,14 @@
 """``tf.io``: parsing Examples, raw bytes and files; TFRecord files; CSV; input queues.
 
-TF1's ``tf.io`` names for what zps also has at the top level (``tf.parse_example``,
-``tf.decode_raw``, ``tf.read_file`` ...) and in ``tf.python_io``.
+TF1's ``tf.io`` names (and ``tf.io.gfile``) for what zps also has at the top level (``tf.parse_example``,
+``tf.decode_raw``, ``tf.read_file`` ...), in ``tf.python_io`` and in ``tf.gfile``.
 
 >>> import zps as tf
 >>> tf.io.parse_single_example is tf.parse_single_example
 True
 """
 
+from zps import _io_gfile as gfile  # noqa: F401 - tf.io.gfile: exists, makedirs, GFile ...
 from zps.ops.data_flow_ops import PaddingFIFOQueue, QueueBase, RandomShuffleQueue
 from zps.ops.parsing_ops import (
     FixedLenFeature,

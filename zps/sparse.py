@@ -1,6 +1,7 @@
 """``tf.sparse``: TF 1.15's sparse namespace (the ops of zps.ops.sparse_ops under their
 tf.sparse names)."""
 
+from zps.ops.data_flow_ops import SparseConditionalAccumulator
 from zps.ops.sparse_ops import SparseTensor, from_dense
 from zps.ops.sparse_ops import sparse_add as add
 from zps.ops.sparse_ops import sparse_concat as concat
@@ -28,8 +29,8 @@ from zps.ops.sparse_ops import sparse_tensor_to_dense as to_dense
 from zps.ops.sparse_ops import sparse_to_indicator as to_indicator
 from zps.ops.sparse_ops import sparse_transpose as transpose
 
-__all__ = ["SparseTensor", "add", "concat", "fill_empty_rows", "from_dense", "matmul", "maximum",
-           "merge", "minimum", "placeholder", "reduce_max", "reduce_max_sparse", "reduce_sum",
-           "reduce_sum_sparse", "reorder", "reshape", "retain", "segment_mean", "segment_sqrt_n",
-           "segment_sum", "slice", "softmax", "sparse_dense_matmul", "split", "to_dense",
-           "to_indicator", "transpose"]
+__all__ = ["SparseConditionalAccumulator", "SparseTensor", "add", "concat", "fill_empty_rows",
+           "from_dense", "matmul", "maximum", "merge", "minimum", "placeholder", "reduce_max",
+           "reduce_max_sparse", "reduce_sum", "reduce_sum_sparse", "reorder", "reshape", "retain",
+           "segment_mean", "segment_sqrt_n", "segment_sum", "slice", "softmax",
+           "sparse_dense_matmul", "split", "to_dense", "to_indicator", "transpose"]

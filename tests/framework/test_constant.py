@@ -101,3 +101,17 @@ def test_constant_value_folds_constants_and_knows_what_it_cannot():
         np.testing.assert_array_equal(constant_value([3, 4]), [3, 4])
         shape = tf.shape(tf.zeros([2, 5]))
         np.testing.assert_array_equal(constant_value(shape), [2, 5])
+
+
+def test_a_number_is_not_a_string():
+    # TF1: "Expected string, but got 3 of type 'int'" (numpy would make 3 three zero bytes).
+    with tf.Graph().as_default():
+        for value in (3, [b"a", 2], True, 2.5):
+            with pytest.raises(TypeError, match="Expected string, but got"):
+                tf.constant(value, dtype=tf.string)
+        x = tf.placeholder(tf.string, [None])
+        with tf.Session() as sess:
+            with pytest.raises(ValueError, match="Expected string, but got 1 of type 'int'"):
+                sess.run(x, {x: [1, 2]})
+            assert sess.run(x, {x: np.array(["a", "b"])}).tolist() == [b"a", b"b"]
+            assert sess.run(x, {x: np.array([b"a", b"b"])}).tolist() == [b"a", b"b"]

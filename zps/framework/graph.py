@@ -871,13 +871,22 @@ def is_symbolic(value):
     return isinstance(value, Tensor | IndexedSlices | Operation) or hasattr(value, "_as_graph_element")
 
 
+def _as_bytes(s):
+    """An element of a string tensor: str (as UTF-8) or bytes; a number is refused, as TF1
+    refuses it (``bytes(3)`` would be three zero bytes)."""
+    if isinstance(s, str):
+        return s.encode()
+    if isinstance(s, bytes | bytearray | memoryview):
+        return bytes(s)
+    raise TypeError("Expected string, but got %r of type %r." % (s, type(s).__name__))
+
+
 def numpy_value(value, dtype=None):
     """A Python/numpy value as an ndarray of the given DType (strings become object arrays of bytes)."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.dtype_of_value(value)
     if dt is _dtypes.string:
         arr = np.asarray(value, dtype=object)
-        return np.vectorize(lambda s: s.encode() if isinstance(s, str) else bytes(s),
-                            otypes=[object])(arr) if arr.size else arr
+        return np.vectorize(_as_bytes, otypes=[object])(arr) if arr.size else arr
     np_dtype = dt.as_numpy_dtype
     if dt.is_integer and not isinstance(value, np.ndarray | np.generic):
         _check_int_range(value, np_dtype)

@@ -460,18 +460,19 @@ def parse_single_example(serialized, features, name=None, example_names=None):
     ...     print(tf.Session().run(x))
     [0.5 1.5]
     """
-    serialized = _string_input(serialized, "serialized")
-    if serialized.get_shape().ndims not in (None, 0):
-        raise ValueError("Input serialized must be a scalar, got shape %s"
-                         % serialized.get_shape())
-    if serialized.get_shape().ndims is None:
-        serialized = array_ops.reshape(serialized, [])
+    serialized = _scalar_string(serialized, "serialized", "serialized")
     if example_names is not None:
-        example_names = _string_input(example_names, "example_names")
-        if example_names.get_shape().ndims not in (None, 0):
-            raise ValueError("Input names must be a scalar, got shape %s"
-                             % example_names.get_shape())
+        example_names = _scalar_string(example_names, "example_names", "names")
     return _parse(serialized, features, example_names, name or "ParseSingleExample")
+
+
+def _scalar_string(value, name, what):
+    """``value`` as a scalar string tensor (one of unknown rank reshaped to one), else
+    ValueError naming it ``what`` (TF1's wording)."""
+    t = _string_input(value, name)
+    if t.get_shape().ndims not in (None, 0):
+        raise ValueError("Input %s must be a scalar, got shape %s" % (what, t.get_shape()))
+    return array_ops.reshape(t, []) if t.get_shape().ndims is None else t
 
 
 # -- SparseFeature --------------------------------------------------------------------------------
@@ -818,17 +819,9 @@ def parse_single_sequence_example(serialized, context_features=None, sequence_fe
     if not (context_features or sequence_features):
         raise ValueError("Both context_features and sequence_features are None, but at least one "
                          "should have values.")
-    serialized = _string_input(serialized, "serialized")
-    if serialized.get_shape().ndims not in (None, 0):
-        raise ValueError("Input serialized must be a scalar, got shape %s"
-                         % serialized.get_shape())
-    if serialized.get_shape().ndims is None:
-        serialized = array_ops.reshape(serialized, [])
+    serialized = _scalar_string(serialized, "serialized", "serialized")
     if example_name is not None:
-        example_name = _string_input(example_name, "example_name")
-        if example_name.get_shape().ndims not in (None, 0):
-            raise ValueError("Input example_name must be a scalar, got shape %s"
-                             % example_name.get_shape())
+        example_name = _scalar_string(example_name, "example_name", "example_name")
     return _parse_sequence(serialized, context_features, sequence_features, example_name,
                            name or "ParseSingleSequenceExample")[:2]
 

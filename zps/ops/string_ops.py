@@ -21,7 +21,7 @@ import numpy as np
 
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
-from zps.framework.graph import convert_to_tensor, get_default_graph, is_symbolic
+from zps.framework.graph import convert_to_tensor, get_default_graph
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops
@@ -38,21 +38,11 @@ def _strings(shape, items):
     return out.reshape(shape)
 
 
-def _non_string(value):
-    """A leaf of a (nested) Python value that is neither a string nor a tensor, or None."""
-    if isinstance(value, list | tuple):
-        return next((b for b in map(_non_string, value) if b is not None), None)
-    if isinstance(value, np.ndarray):
-        return _non_string(value.ravel().tolist()) if value.dtype.kind not in "SU" else None
-    return None if is_symbolic(value) or isinstance(value, str | bytes) else value
-
-
 def _string_tensor(value, name):
-    bad = _non_string(value)   # convert_to_tensor would make the number n into n zero bytes
-    if bad is not None:
-        raise TypeError("%s must be a string tensor: expected string, but got %r of type '%s'"
-                        % (name, bad, type(bad).__name__))
-    t = convert_to_tensor(value, dtype=_dtypes.string, name=name)
+    try:
+        t = convert_to_tensor(value, dtype=_dtypes.string, name=name)
+    except TypeError as e:   # a number where a string belongs (graph.numpy_value's message)
+        raise TypeError("%s must be a string tensor: %s" % (name, e)) from None
     if t.dtype.base_dtype != _dtypes.string:
         raise TypeError("%s must be a string tensor, got %s (%s)" % (name, t.dtype.name, t.name))
     return t

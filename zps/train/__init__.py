@@ -3,6 +3,7 @@
 from zps.distributed.cluster_spec import ClusterSpec  # noqa: F401
 from zps.distributed.server import Server  # noqa: F401
 from zps.framework.example_pb import *  # noqa: F403 - tf.train.Example and its protos
+from zps.graph_util import write_graph  # noqa: F401 - zps's graph_def format
 from zps.summary import FileWriterCache as SummaryWriterCache  # noqa: F401 - TF1's tf.train name
 from zps.summary import summary_iterator  # noqa: F401 - TF1's tf.train name
 from zps.train.adadelta import *  # noqa: F403
@@ -17,6 +18,7 @@ from zps.train.ftrl import *  # noqa: F403
 from zps.train.gradient_descent import *  # noqa: F403
 from zps.train.input import *  # noqa: F403
 from zps.train.learning_rate_decay import *  # noqa: F403
+from zps.train.learning_rate_decay import piecewise_constant as piecewise_constant_decay  # noqa: F401
 from zps.train.momentum import *  # noqa: F403
 from zps.train.monitored_session import *  # noqa: F403
 from zps.train.moving_averages import *  # noqa: F403
