@@ -154,3 +154,28 @@ def test_zps_ps_reports_bad_flags_and_a_busy_port():
         with running(cli("ps", *flags)) as proc:
             _, err = proc.communicate(timeout=30)
         assert proc.returncode == 2 and "gives %s to both" % address in err, err
+
+
+def test_a_stop_signal_while_the_server_starts_ends_it_cleanly(monkeypatch):
+    # The handlers are installed before the port is bound: a SIGTERM that comes while the server
+    # starts stops it (exit 0, the port free again) instead of killing the process (-15).
+    import os
+
+    from zps.cli import ps as ps_cli
+    from zps.distributed.server import Server
+    started = []
+    real_start = Server.start
+
+    def start(self):
+        os.kill(os.getpid(), signal.SIGTERM)   # handled at the next bytecode, in this thread
+        real_start(self)
+        started.append(self)
+
+    monkeypatch.setattr(Server, "start", start)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    try:
+        assert ps_cli.main(["--ps_hosts", "127.0.0.1:0"]) == 0
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
+    assert started and started[0]._bound is None   # stopped: its port is free again

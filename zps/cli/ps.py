@@ -41,20 +41,29 @@ def main(argv=None, prog="zps-ps"):
     from zps.distributed.server import Server
     from zps.framework import errors
     try:
-        server = Server(cluster, job_name=job, task_index=index, bind_address=args.bind_address)
-    except errors.OpError as e:
-        log.error("%s", e.message)
-        return 1
+        server = Server(cluster, job_name=job, task_index=index, bind_address=args.bind_address,
+                        start=False)
     except ValueError as e:   # a cluster spec the server refuses (two tasks at one address)
         log.error("%s", e)
         return 2
+    stopping = []
 
     def stop(signum, frame):
         log.info("%s: stopping /job:%s/task:%d", signal.Signals(signum).name, job, index)
+        stopping.append(signum)
         server.stop()
 
+    # Before the port is bound: a stop signal from then on ends the task cleanly (exit 0).
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    try:
+        server.start()
+    except errors.OpError as e:
+        log.error("%s", e.message)
+        return 1
+    if stopping:   # signalled while it was starting
+        server.stop()
+        return 0
     address = server.cluster.task_address(job, index)
     if args.bind_address:   # the cluster's address may not be local: say where we listen too
         log.info("serving /job:%s/task:%d at %s, listening on %s", job, index, address,
