@@ -46,12 +46,13 @@ def main(argv=None, prog="zps-ps"):
     except ValueError as e:   # a cluster spec the server refuses (two tasks at one address)
         log.error("%s", e)
         return 2
-    stopping = []
+    stopping, started = [], []
 
     def stop(signum, frame):
         log.info("%s: stopping /job:%s/task:%d", signal.Signals(signum).name, job, index)
         stopping.append(signum)
-        server.stop()
+        if started:   # while it starts, only noted (start holds locks stop takes): see below
+            server.stop()
 
     # Before the port is bound: a stop signal from then on ends the task cleanly (exit 0).
     signal.signal(signal.SIGTERM, stop)
@@ -61,15 +62,12 @@ def main(argv=None, prog="zps-ps"):
     except errors.OpError as e:
         log.error("%s", e.message)
         return 1
+    started.append(True)
     if stopping:   # signalled while it was starting
         server.stop()
         return 0
-    address = server.cluster.task_address(job, index)
-    if args.bind_address:   # the cluster's address may not be local: say where we listen too
-        log.info("serving /job:%s/task:%d at %s, listening on %s", job, index, address,
-                 args.bind_address)
-    else:
-        log.info("serving /job:%s/task:%d at %s", job, index, address)
+    # (the server's own line says where it listens when that is not the cluster's address)
+    log.info("serving /job:%s/task:%d at %s", job, index, server.cluster.task_address(job, index))
     server.join()
     return 0
 

@@ -286,8 +286,9 @@ def _feed_value(graph, t, value):
     np_dtype = t.dtype.as_numpy_dtype
     if value.__class__ is np.ndarray and value.dtype.type is np_dtype and np_dtype is not np.object_:
         arr = value  # the common case: already the right type (strings still become bytes)
-    elif t.dtype.is_integer and np.asarray(value).dtype.kind == "f":
-        arr = _whole_numbers(t, np.asarray(value))
+    elif t.dtype.is_integer and not isinstance(value, int | np.integer) and \
+            (arr := np.asarray(value)).dtype.kind == "f":
+        arr = _whole_numbers(t, arr)
     else:
         try:
             arr = numpy_value(value, t.dtype)

@@ -229,7 +229,7 @@ class Operation:
     def node_def(self):
         """This op as plain data (see zps.framework.serialization)."""
         from zps.framework import serialization
-        return NodeDef(serialization.node_to_def(self))
+        return serialization.node_to_def(self)
 
     def __repr__(self):
         return "<zps.Operation '%s' type=%s>" % (self._name, self._type)

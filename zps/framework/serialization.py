@@ -39,6 +39,7 @@ from zps.framework import dtypes as _dtypes
 from zps.framework import registry
 from zps.framework.device import canonical_name
 from zps.framework.graph import (
+    NodeDef,
     Operation,
     Tensor,
     _checked_op_name,
@@ -63,23 +64,11 @@ _TENSOR_NAME = re.compile(r"^(\^?)([^:^][^:]*)(?::(\d+))?$")  # names never hold
 # -- encoding ------------------------------------------------------------------------------------
 class GraphDef(dict):
     """A graph_def: the plain-data dict, its fields also attributes as in TF1's GraphDef
-    (``graph_def.node``, ``graph_def.versions``)."""
+    (``graph_def.node``, ``graph_def.versions``; its nodes are ``graph.NodeDef``s)."""
 
     __slots__ = ()
     node = property(lambda self: self["node"])
     versions = property(lambda self: self["versions"])
-
-
-class NodeDef(dict):
-    """A node of a graph_def: the plain-data dict, its fields also attributes as in TF1's
-    NodeDef (``node.name``, ``node.op``, ``node.input``, ``node.device``, ``node.attr``)."""
-
-    __slots__ = ()
-    name = property(lambda self: self["name"])
-    op = property(lambda self: self["op"])
-    input = property(lambda self: self["input"])
-    device = property(lambda self: self["device"])
-    attr = property(lambda self: self["attr"])
 
 
 def graph_to_def(graph, ops=None, add_shapes=False, buffers=None):

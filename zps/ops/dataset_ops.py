@@ -202,21 +202,15 @@ def _kind(name):
     return register
 
 
-class _Resumable:
-    """An iterator whose next element is ``step()``. Unlike a generator, it lives on after an
-    error from its input (its state is in ``step``'s closure), as TF's iterators do: the next
-    pull reads on, so ``ignore_errors`` can skip a failed element."""
+_END = object()   # never returned by a step: the sentinel of ``_resumable``
 
-    __slots__ = ("step",)
 
-    def __init__(self, step):
-        self.step = step
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        return self.step()
+def _resumable(step):
+    """An iterator whose next element is ``step()`` (``StopIteration`` ends it). Unlike a
+    generator, it lives on after an error from its input (its state is in ``step``'s closure),
+    as TF's iterators do: the next pull reads on, so ``ignore_errors`` can skip a failed element.
+    Python's two-argument ``iter`` (written in C: no Python call of its own per element)."""
+    return iter(step, _END)
 
 
 def _instantiate(plan, inputs, step):
@@ -270,10 +264,8 @@ def _from_slices(node, parents, env):
             None, None, "%s: all components must have the same size in dimension 0, got sizes %s"
             % (node["name"], sizes))
 
-    def iterate():   # v[i, ...]: a 0-d array for a vector
-        return (_ungrouped([v[i] if isinstance(v, list) else v[i, ...] for v in rows])
-                for i in range(sizes[0]))
-    return iterate
+    row = _row(rows)
+    return lambda: map(row, range(sizes[0]))
 
 
 @_kind("range")
@@ -301,7 +293,7 @@ def _zip(node, parents, env):
             if error is not None:
                 raise error
             return sum(parts, ())
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -364,7 +356,7 @@ def _flat_map(node, parents, env):
                 if element is not None:
                     return element
                 inner = None
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -419,7 +411,7 @@ def _interleave(node, parents, env):
                 else:
                     advance()
             raise StopIteration
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -442,6 +434,15 @@ def _grouped(element, sparse):
 def _ungrouped(components):
     """The element (a tuple of ndarrays) of these components."""
     return tuple(x for c in components for x in (c if isinstance(c, tuple) else (c,)))
+
+
+def _row(parts):
+    """``f(i)``: the element made of row ``i`` of ``parts`` (ndarrays, and lists of a sparse
+    component's rows); without sparse components, no regrouping per element. ``v[i, ...]``: a
+    0-d array for a vector."""
+    if not any(isinstance(v, list) for v in parts):
+        return lambda i: tuple(v[i, ...] for v in parts)
+    return lambda i: _ungrouped([v[i] if isinstance(v, list) else v[i, ...] for v in parts])
 
 
 def _sparse_rows(sparse, node):
@@ -518,7 +519,7 @@ def _batches(source, size, drop_remainder):
         if not chunk or (drop_remainder and len(chunk) < size):
             raise StopIteration
         return chunk
-    return _Resumable(step)
+    return _resumable(step)
 
 
 def _batch_size(node, env):
@@ -541,10 +542,14 @@ def _stack(parts):
 def _batch(node, parents, env):
     (source,), size = parents, _batch_size(node, env)
 
+    sparse = node["sparse"]
+    regroup = any(sparse)   # else the components are the element's tensors as they are
+
     def stack(chunk):
         out = []
-        for k, parts in enumerate(zip(*(_grouped(e, node["sparse"]) for e in chunk))):
-            if node["sparse"][k]:
+        columns = zip(*(_grouped(e, sparse) for e in chunk)) if regroup else zip(*chunk)
+        for k, parts in enumerate(columns):
+            if regroup and sparse[k]:
                 out.append(_batched_sparse(parts, k, node))
                 continue
             try:
@@ -557,7 +562,7 @@ def _batch(node, parents, env):
                     "First element had shape %s and element %d had shape %s (%s; use "
                     "padded_batch for elements of different shapes)"
                     % (k, list(first), i, list(parts[i].shape), node["name"])) from None
-        return _ungrouped(out)
+        return _ungrouped(out) if regroup else tuple(out)
     return lambda: map(stack, _batches(source, size, node["drop_remainder"]))
 
 
@@ -602,8 +607,7 @@ def _unbatch(node, parents, env):
                 None, None, "Input element must have the same batch size in each component. "
                 "Component 0 had size %d but component %d had size, %d (%s)."
                 % (sizes[0], k, sizes[k], node["name"]))
-        return (_ungrouped([v[i] if isinstance(v, list) else v[i, ...] for v in components])
-                for i in range(sizes[0]))
+        return map(_row(components), range(sizes[0]))
 
     def iterate():
         elements, batch = source(), iter(())
@@ -615,7 +619,7 @@ def _unbatch(node, parents, env):
                 if element is not None:
                     return element
                 batch = rows(next(elements))
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -636,7 +640,7 @@ def _ignore_errors(node, parents, env):
                 except errors.OpError as e:
                     if node["log_warning"]:
                         log.warning("%s: ignoring error: %s", node["name"], e.message)
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -688,7 +692,7 @@ def _shuffle(node, parents, env):
             if not buffer:
                 raise StopIteration
             return buffer.pop()
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -713,7 +717,7 @@ def _repeat(node, parents, env):
                     break
                 elements, epoch = None, epoch + 1
             raise StopIteration
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -732,7 +736,7 @@ def _take(node, parents, env):
             element = next(elements)
             taken += 1
             return element
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -753,7 +757,7 @@ def _skip(node, parents, env):
                 next(elements)
                 left -= 1
             return next(elements)
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -780,7 +784,7 @@ def _cache(node, parents, env):
                 raise StopIteration
             seen.append(element)
             return element
-        return _Resumable(step)
+        return _resumable(step)
     return iterate
 
 
@@ -968,5 +972,5 @@ def _generator(node, parents, env):
             if values is None:
                 values = entry.call(lambda: iter(entry.generator(*args)))
             return entry.element(entry.call(next, values))
-        return _Resumable(step)
+        return _resumable(step)
     return iterate

@@ -170,11 +170,11 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gr
                       unconnected_gradients=UnconnectedGradients.ZERO)
     out = []
     for g, x in zip(first, xs):
-        flat = array_ops.reshape(array_ops.densify(g) if isinstance(g, IndexedSlices) else g, [-1])
+        flat = array_ops.reshape(array_ops.densify(g), [-1])
 
         def row(j, flat=flat, x=x):
             h, = gradients(flat[j], x, unconnected_gradients=UnconnectedGradients.ZERO)
-            return array_ops.densify(h) if isinstance(h, IndexedSlices) else h
+            return array_ops.densify(h)
         rows = functional_ops.map_fn(row, array_ops.range(array_ops.size(x)),
                                      dtype=x.dtype.base_dtype)
         shape = array_ops.shape(x)

@@ -247,7 +247,7 @@ class Layer:
         self.name = self._base_name
         self._trainable_weights, self._non_trainable_weights = [], []
         self._losses, self._updates = [], []
-        self._scope = self._current_scope = None
+        self._scope = None
         if scope:
             with _variables(scope, None, None) as captured:
                 self._capture(captured)
@@ -304,7 +304,6 @@ class Layer:
         self._set_scope(kwargs.pop("scope", None))
         graph = get_default_graph()
         with self._entered() as scope:
-            self._current_scope = scope
             inputs = _tensors(inputs)
             flat = _flat(inputs)
             specs = _flat(self.input_spec) if self.input_spec is not None else []
@@ -342,8 +341,7 @@ class Layer:
         self._set_scope()
         losses = get_default_graph().get_collection_ref(GraphKeys.REGULARIZATION_LOSSES)
         known = len(losses)
-        with self._entered() as scope:
-            self._current_scope = scope
+        with self._entered():
             variable = variable_scope.get_variable(
                 name, shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
                 trainable=trainable, constraint=constraint, use_resource=use_resource,

@@ -46,20 +46,11 @@ _FLOATS = "float16, float32, float64"
 
 @contextlib.contextmanager
 def _operands(scope_name, x, y, names=("x", "y")):
-    """Open the op's name scope and yield ``(scope, x, y)`` as tensors, converted as TF1 does: a
-    Python or numpy operand takes the other operand's dtype and becomes a constant named after
-    its argument in the scope (``x * 2`` makes ``mul/y`` and ``mul``; ``2 * x``: ``mul/x``)."""
-    tensors = [convert_to_tensor(v) if is_symbolic(v) else None for v in (x, y)]
-    known = next((t for t in tensors if t is not None), None)
-    if known is not None:
-        dtype = known.dtype.base_dtype
-    else:   # two Python values: as to_tensors, a numpy operand's dtype, else each its own
-        dtype = next((_dtypes.as_dtype(v.dtype) for v in (x, y)
-                      if isinstance(v, np.ndarray | np.generic)), None)
-    graph = known.graph if known is not None else get_default_graph()
-    with graph.name_scope(scope_name) as scope:
-        yield (scope,) + tuple(t if t is not None else convert_to_tensor(v, dtype=dtype, name=n)
-                               for t, v, n in zip(tensors, (x, y), names))
+    """Open the op's name scope and yield ``(scope, x, y)`` as tensors (``to_tensors``): a
+    Python or numpy operand becomes a constant named after its argument in the scope (``x * 2``
+    makes ``mul/y`` and ``mul``; ``2 * x``: ``mul/x``)."""
+    with get_default_graph().name_scope(scope_name) as scope:
+        yield (scope, *to_tensors(x, y, names=names))
 
 
 # TF1's kernels of these ops take numbers only: bool (and string) inputs are refused when the op
@@ -86,6 +77,8 @@ def _make_binary(op_type, x, y, name):
 
 
 def _binary(op_type, x, y, name, names=("x", "y")):
+    if type(x) is Tensor and type(y) is Tensor:   # nothing to name in a scope: the op's name
+        return _make_binary(op_type, x, y, name or op_type)
     with _operands(name or op_type, x, y, names) as (scope, x, y):
         return _make_binary(op_type, x, y, scope)
 
@@ -928,7 +921,7 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices=None,
     if keep_dims is not None:
         keepdims = keep_dims
     # With an unknown rank, negative axes stay negative: the kernels resolve them at run time.
-    if op_type in ("Sum", "Prod", "Mean") and x.dtype.base_dtype == _dtypes.bool:
+    if op_type in ("Sum", "Prod", "Mean", "Max", "Min") and x.dtype.base_dtype == _dtypes.bool:
         raise TypeError("Value passed to parameter 'input' of %s has DataType bool not in list of "
                         "allowed values: numeric types (%s). Cast it first, e.g. "
                         "tf.reduce_sum(tf.cast(x, tf.int32))." % (op_type, x.name))

@@ -18,8 +18,9 @@ def make_op(op_type, inputs, name=None, num_outputs=None, **attrs):
     return op._outputs[0] if len(op._outputs) == 1 and num_outputs is None else list(op._outputs)
 
 
-def to_tensors(*values, dtype=None):
-    """Values as tensors: Python/numpy values adopt the first tensor's (or ``dtype``'s) dtype.
+def to_tensors(*values, dtype=None, names=None):
+    """Values as tensors: Python/numpy values adopt the first tensor's (or ``dtype``'s) dtype,
+    and become constants named ``names[i]`` when given (TF1's ``mul/y``).
 
     Tensors keep their own dtype, so a mismatch between two tensors is left for the op to report
     (``check_same_dtype`` raises a TypeError naming both dtypes).
@@ -32,8 +33,9 @@ def to_tensors(*values, dtype=None):
         arrays = [v for v in values if isinstance(v, np.ndarray | np.generic)]
         if arrays:
             dtype = _dtypes.as_dtype(arrays[0].dtype)
-    return [t if t is not None else convert_to_tensor(v, dtype=dtype)
-            for v, t in zip(values, tensors)]
+    names = names or [None] * len(values)
+    return [t if t is not None else convert_to_tensor(v, dtype=dtype, name=n)
+            for v, t, n in zip(values, tensors, names)]
 
 
 def static_shape_or_none(t):

@@ -1216,10 +1216,11 @@ def prune(fetches, targets, fed=()):
 
 
 def _deps(op, fed):
-    # A control input whose outputs are all fed counts as done (TF1: the feed replaces it).
+    # A fed placeholder as a control input counts as done (TF1's FeedInputs moves a fed
+    # Placeholder's control edges to the feed; any other fed op still runs for its control edges).
     return iter([t.op for t in op._inputs if t not in fed]
-                + [c for c in op._control_inputs if not (c._outputs and all(
-                    t in fed for t in c._outputs))])
+                + [c for c in op._control_inputs
+                   if not (c.type == "Placeholder" and c._outputs[0] in fed)])
 
 
 def as_fetch_element(graph, fetch):

@@ -142,15 +142,8 @@ def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5
                         beta=0.001, name=None):
     """``learning_rate * ((alpha + (decay_steps - s) / decay_steps) * 0.5 * (1 + cos(pi * 2 *
     num_periods * s / decay_steps)) + beta)`` with ``s = min(step, decay_steps)`` (Bello et al.)."""
-    with get_default_graph().name_scope(name or "LinearCosineDecay") as scope:
-        lr, dtype, step = _step_and_rate(learning_rate, global_step, "linear_cosine_decay")
-        decay_steps = math_ops.cast(decay_steps, dtype)
-        step = math_ops.minimum(step, decay_steps)
-        linear = (decay_steps - step) / decay_steps
-        fraction = 2.0 * math_ops.cast(num_periods, dtype) * step / decay_steps
-        cosine = 0.5 * (1.0 + math_ops.cos(math.pi * fraction))
-        decayed = (math_ops.cast(alpha, dtype) + linear) * cosine + math_ops.cast(beta, dtype)
-        return math_ops.multiply(lr, decayed, name=scope)
+    return _linear_cosine(learning_rate, global_step, decay_steps, num_periods, alpha, beta,
+                          name or "LinearCosineDecay", "linear_cosine_decay")
 
 
 def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_variance=1.0,
@@ -159,20 +152,27 @@ def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_v
     """``linear_cosine_decay`` with Gaussian noise on its linear part: ``learning_rate * ((alpha
     + linear + eps) * cosine + beta)``, ``eps`` drawn anew at each evaluation with variance
     ``initial_variance / (1 + s) ** variance_decay`` (``s = min(step, decay_steps)``)."""
-    with get_default_graph().name_scope(name or "NoisyLinearCosineDecay") as scope:
-        lr, dtype, step = _step_and_rate(learning_rate, global_step,
-                                         "noisy_linear_cosine_decay")
+    return _linear_cosine(learning_rate, global_step, decay_steps, num_periods, alpha, beta,
+                          name or "NoisyLinearCosineDecay", "noisy_linear_cosine_decay",
+                          noise=(initial_variance, variance_decay))
+
+
+def _linear_cosine(learning_rate, global_step, decay_steps, num_periods, alpha, beta, name, what,
+                   noise=None):
+    with get_default_graph().name_scope(name) as scope:
+        lr, dtype, step = _step_and_rate(learning_rate, global_step, what)
         decay_steps = math_ops.cast(decay_steps, dtype)
         step = math_ops.minimum(step, decay_steps)
         linear = (decay_steps - step) / decay_steps
-        variance = math_ops.cast(initial_variance, dtype) / math_ops.pow(
-            1.0 + step, math_ops.cast(variance_decay, dtype))
-        noisy_linear = linear + random_ops.random_normal(
-            array_ops.shape(linear), stddev=math_ops.sqrt(variance), dtype=dtype)
+        if noise is not None:
+            initial_variance, variance_decay = noise
+            variance = math_ops.cast(initial_variance, dtype) / math_ops.pow(
+                1.0 + step, math_ops.cast(variance_decay, dtype))
+            linear = linear + random_ops.random_normal(
+                array_ops.shape(linear), stddev=math_ops.sqrt(variance), dtype=dtype)
         fraction = 2.0 * math_ops.cast(num_periods, dtype) * step / decay_steps
         cosine = 0.5 * (1.0 + math_ops.cos(math.pi * fraction))
-        decayed = (math_ops.cast(alpha, dtype) + noisy_linear) * cosine + math_ops.cast(beta,
-                                                                                       dtype)
+        decayed = (math_ops.cast(alpha, dtype) + linear) * cosine + math_ops.cast(beta, dtype)
         return math_ops.multiply(lr, decayed, name=scope)
 
 
