@@ -5,6 +5,7 @@ The tasks here are tiny scripts (no zps import, a fake ps that only accepts conn
 port, which is all zps-launch waits for), so each run takes a second or two.
 """
 
+import os
 import signal
 import subprocess
 import textwrap
@@ -46,6 +47,9 @@ TASK = textwrap.dedent("""
     elif FLAGS.mode == "leak":     # a helper the script forgets to reap
         note(name + ".child.pid", subprocess.Popen(["sleep", "97"]).pid)
         print("worker done", flush=True)
+    elif FLAGS.mode == "parent":   # a child of its own (a data loader's, say), then trains on
+        note(name + ".child.pid", subprocess.Popen(["sleep", "97"]).pid)
+        time.sleep(120)
     elif FLAGS.mode in ("sleep", "crash_once"):
         time.sleep(120)
     elif FLAGS.mode == "seed_style":   # builds its cluster from the seed's flags only
@@ -125,6 +129,40 @@ def test_tasks_die_with_a_killed_launcher_restarted_ones_too(task, tmp_path):
     assert not _wait_gone(pids.values()), "tasks outlived their launcher"
 
 
+def _guards_of(launcher_pid):
+    """Pids of zps/cli/guard.py processes started by zps-launch ``launcher_pid``."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"guard.py") for a in argv) and str(launcher_pid).encode() in argv:
+            found.append(int(name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_what_tasks_started_dies_with_a_killed_launcher_and_the_guard_ends(task, tmp_path):
+    # kill -9 zps-launch: the tasks die by their parent-death signal; the sleep a worker started
+    # is stopped by the guard, which then exits.
+    with running(_launch(task, tmp_path, "parent", workers=2)) as proc:
+        wait_for_files([str(tmp_path / n) for n in ("ps0.pid", "worker0.child.pid",
+                                                     "worker1.child.pid")])
+        assert len(_guards_of(proc.pid)) == 1
+        proc.kill()
+        proc.wait(timeout=10)
+    pids = _pids(tmp_path)
+    assert set(pids) == {"ps0", "worker0", "worker1", "worker0.child", "worker1.child"}
+    assert not _wait_gone(pids.values()), "processes outlived their launcher"
+    deadline = time.monotonic() + 10
+    while _guards_of(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _guards_of(proc.pid), "the guard outlived its job"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_children_a_task_left_behind_are_stopped_at_once(task, tmp_path):
@@ -138,6 +176,7 @@ def test_children_a_task_left_behind_are_stopped_at_once(task, tmp_path):
     assert not _wait_gone([_pids(tmp_path)["worker0.child"]], timeout=2), "sleep 97 left running"
     # The child holds the task's output pipe open: zps-launch must not wait on it (it did, 5 s).
     assert took < 3, "zps-launch took %.1f s to end after its only worker" % took
+    assert not _guards_of(proc.pid), "a normal end leaves no guard running"
 
 
 @pytest.mark.slow

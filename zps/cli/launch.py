@@ -13,7 +13,8 @@ naming it (with ``--restart``, it is first started again, up to ``--max_restarts
 workers' MonitoredTrainingSession recovers from the last checkpoint). Ctrl-C, SIGTERM, a hang-up
 (the terminal closed) or the closing of zps-launch's output (``| head``) stops everything:
 each task's whole process group, children the task left behind included. On Linux the tasks also
-die with zps-launch if it is killed outright (kill -9). BLAS/OpenMP threads are limited per task
+die with zps-launch if it is killed outright (kill -9), and a guard process (zps/cli/guard.py)
+then stops what they started. BLAS/OpenMP threads are limited per task
 so the tasks share the cores instead of oversubscribing them (unless the environment already sets
 them).
 """
@@ -122,6 +123,47 @@ class _Task:
         return self.proc.poll() if self.proc is not None else None
 
 
+class _Guard:
+    """zps-launch's end of zps/cli/guard.py: a process in its own session that stops the tasks'
+    process groups should zps-launch die without stopping them (kill -9). Without one (it could
+    not start) the tasks still die with zps-launch, only what they started does not."""
+
+    def __init__(self, grace_secs):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.py")
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-I", "-S", path, str(os.getpid()),
+                                          repr(float(grace_secs))],
+                                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                         start_new_session=True, text=True, bufsize=1)
+        except OSError as e:
+            self.proc = None
+            self.problem = str(e)
+
+    def tell(self, line):
+        if self.proc is None:
+            return
+        try:
+            self.proc.stdin.write(line + "\n")
+        except (OSError, ValueError):   # it was killed: the tasks' parent-death signal remains
+            self.proc = None
+
+    def close(self):
+        """zps-launch ends normally: the guard exits without stopping anything."""
+        if self.proc is None:
+            return
+        self.tell("exit")
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=READER_JOIN_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+
 class Launcher:
     """Runs the tasks of one local cluster; ``run()`` returns zps-launch's exit code."""
 
@@ -170,6 +212,7 @@ class Launcher:
         self._interrupt = None   # the signal that asked us to stop (SIGPIPE: our output closed)
         self._started = None
         self._output_lost = False   # our stdout was closed: the tasks' output is discarded
+        self._guard = None   # a _Guard while run() runs
 
     # -- output ----------------------------------------------------------------------------------
     def say(self, message):
@@ -232,6 +275,8 @@ class Launcher:
         task.proc = subprocess.Popen(self.command(task), env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=_die_with(os.getpid()))
+        if self._guard is not None:
+            self._guard.tell("+%d" % task.proc.pid)
         task.reader = threading.Thread(target=self._stream, args=(task,), daemon=True,
                                        name="zps-launch-%s" % task.name)
         task.reader.start()
@@ -260,6 +305,11 @@ class Launcher:
         except (ProcessLookupError, PermissionError):
             pass
 
+    def _forget_group(self, task):
+        """The guard need not look after the task's group any more (it was stopped)."""
+        if self._guard is not None:
+            self._guard.tell("-%d" % task.proc.pid)
+
     def _running(self, task):
         """Whether the task or a process it started (still in its group) runs."""
         return task.proc.poll() is None or (self._own_group(task)
@@ -282,6 +332,7 @@ class Launcher:
                 self._signal_group(t, signal.SIGKILL)
         for t in started:
             t.proc.wait()
+            self._forget_group(t)
             if t.reader is not None:   # EOF once its group is gone; a process that left the
                 t.reader.join(timeout=READER_JOIN_S)   # group may hold the pipe: not waited for
 
@@ -361,16 +412,24 @@ class Launcher:
         self.say("starting %d ps + %d worker task(s) of %s on %s (%d BLAS thread(s) per task): %s"
                  % (len(self.ps), len(self.workers), self.script, self.host, self.threads_per_task,
                     ", ".join("%s=%s" % (t.name, t.address) for t in all_tasks)))
+        self._guard = _Guard(self.grace_period_secs)
+        if self._guard.proc is None:
+            self.say("could not start the guard that stops what the tasks started should "
+                     "zps-launch be killed (%s); going on without it" % self._guard.problem)
         try:
-            failure = self._start_ps()
-            if failure is None:
-                for t in self.workers:
-                    self._spawn(t)
-                failure = self._watch()
-        except BaseException:
+            try:
+                failure = self._start_ps()
+                if failure is None:
+                    for t in self.workers:
+                        self._spawn(t)
+                    failure = self._watch()
+            except BaseException:
+                self.stop(all_tasks)
+                raise
             self.stop(all_tasks)
-            raise
-        self.stop(all_tasks)
+        finally:
+            self._guard.close()
+            self._guard = None
         elapsed = time.monotonic() - self._started
         if failure is None:
             self.say("%d worker(s) finished in %.1f s; stopped %d ps task(s)"
@@ -468,6 +527,7 @@ class Launcher:
                      % (task.name, _describe_exit(code), delay, task.restarts + 1, self.max_restarts))
         elif now >= task.restart_at:
             self._signal_group(task, signal.SIGKILL)   # what the dead one left behind
+            self._forget_group(task)
             if task.reader is not None:
                 task.reader.join(timeout=READER_JOIN_S)
             task.restarts += 1
