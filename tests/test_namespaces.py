@@ -11,6 +11,7 @@ import pytest
 
 import zps as tf
 from zps import gfile
+from zps.ops import random_more, special_math_ops
 
 # namespace -> {exported name: the zps object it is} (None: a wrapper, tested by behaviour below)
 SAME = {
@@ -18,14 +19,26 @@ SAME = {
              "divide_no_nan": tf.div_no_nan, "in_top_k": tf.nn.in_top_k,
              "l2_normalize": tf.nn.l2_normalize, "log_softmax": tf.nn.log_softmax,
              "softmax": tf.nn.softmax, "softplus": tf.nn.softplus, "softsign": tf.nn.softsign,
-             "top_k": tf.nn.top_k, "zero_fraction": tf.nn.zero_fraction},
+             "top_k": tf.nn.top_k, "zero_fraction": tf.nn.zero_fraction,
+             # TF 1.15 has these in tf.math only:
+             **{n: getattr(special_math_ops, n) for n in (
+                 "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "cumulative_logsumexp",
+                 "erfinv", "multiply_no_nan", "ndtri", "nextafter", "polyval",
+                 "reciprocal_no_nan", "reduce_euclidean_norm", "reduce_std", "reduce_variance",
+                 "xdivy", "xlog1py", "xlogy")}},
     "random": {"fixed_unigram_candidate_sampler": tf.nn.fixed_unigram_candidate_sampler,
                "get_seed": tf.get_seed,
                "log_uniform_candidate_sampler": tf.nn.log_uniform_candidate_sampler,
                "multinomial": tf.multinomial, "normal": tf.random_normal,
                "set_random_seed": tf.set_random_seed, "shuffle": tf.random_shuffle,
                "truncated_normal": tf.truncated_normal, "uniform": tf.random_uniform,
-               "uniform_candidate_sampler": tf.nn.uniform_candidate_sampler},
+               "uniform_candidate_sampler": tf.nn.uniform_candidate_sampler,
+               "gamma": tf.random_gamma, "poisson": tf.random_poisson,
+               "stateless_normal": random_more.stateless_random_normal,
+               "stateless_uniform": random_more.stateless_random_uniform,
+               **{n: getattr(random_more, n) for n in (
+                   "categorical", "fold_in", "split", "stateless_categorical",
+                   "stateless_truncated_normal")}},
     "debugging": {**{n: getattr(tf, n) for n in tf.debugging.__all__ if hasattr(tf, n)},
                   "assert_all_finite": None},
     "dtypes": {n: getattr(tf, n) for n in tf.dtypes.__all__},

@@ -38,6 +38,12 @@ from zps.ops.sparse_ops import *  # noqa: F403
 from zps.ops.linalg_ops import *  # noqa: F403
 from zps.ops.string_ops import *  # noqa: F403
 from zps.ops.sort_ops import *  # noqa: F403
+from zps.ops.special_math_ops import *  # noqa: F403
+from zps.ops.array_ops_more import *  # noqa: F403
+from zps.ops.check_ops import *  # noqa: F403
+from zps.ops.base64_ops import *  # noqa: F403
+from zps.ops.deprecated_aliases import *  # noqa: F403
+from zps.compat import dimension_at_index, dimension_value
 from zps.ops.parsing_ops import *  # noqa: F403
 from zps.ops.reader_ops import *  # noqa: F403
 from zps.ops.script_ops import *  # noqa: F403
@@ -55,14 +61,21 @@ from zps.ops.summary_proto import Event, HistogramProto, SessionLog, Summary, Su
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
-from zps import (app, compat, contrib, data, debugging, distribute, dtypes, estimator,
+from zps import (app, bitwise, compat, contrib, data, debugging, distribute, dtypes, estimator,
                  feature_column, flags, gfile, graph_util, image, io, layers, linalg, logging,
-                 losses, math, metrics, nn, python_io, random, sparse, strings, summary, test,
+                 lookup, queue,
+                 losses, math, metrics, nest, nn, python_io, random, sparse, strings, summary, test,
                  train)
 from zps.framework.v2_compat import *  # noqa: F403
+initializers.tables_initializer = tables_initializer  # noqa: F405 - TF1's alias there
 from zps.logging import get_logger
 from zps.ops.image_ops import random_crop
+from zps.ops.image_resize_ops import extract_image_patches
+from zps.ops.random_more import random_gamma, random_poisson
+from zps.ops.sparse_more import reset_shape as sparse_reset_shape
+from zps.ops.sparse_more import sparse_mask
 from zps.runtime import allocator as _allocator
+import platform as _platform
 
 
 def device(device_name_or_function):
@@ -102,5 +115,11 @@ def add_to_collections(names, value):
 
 
 __version__ = "0.1.0"
+# TF1 programs gate features on tf.VERSION ("1.15.0" >= "1.4"): it names the TF API that zps
+# implements, with zps's own version as a PEP 440 local part (LooseVersion and
+# packaging.version both parse it). GIT_VERSION and COMPILER_VERSION describe zps itself.
+VERSION = "1.15.0+zps." + __version__
+GIT_VERSION = "zps-v" + __version__
+COMPILER_VERSION = "Python " + _platform.python_version()
 
 _allocator_tuned = _allocator.tune()

@@ -6,6 +6,14 @@ their top-level names (``tf.debugging.assert_equal is tf.assert_equal``).
 (True, True)
 """
 
+from zps.ops.check_ops import (
+    assert_near,
+    assert_proper_iterable,
+    assert_rank_at_least,
+    assert_rank_in,
+    assert_same_float_dtype,
+    assert_scalar,
+)
 from zps.ops.logging_ops import (
     Assert,
     assert_equal,
@@ -27,6 +35,7 @@ from zps.ops.logging_ops import (
 from zps.ops.logging_ops import verify_tensor_all_finite as _verify_tensor_all_finite
 from zps.ops.math_ops import is_finite, is_inf, is_nan
 from zps.ops.nn_ops import _deprecated_alias
+from zps.ops.special_math_ops import is_non_decreasing, is_strictly_increasing
 
 
 def assert_all_finite(t=None, msg=None, name=None, x=None, message=None):
@@ -45,4 +54,7 @@ __all__ = ["Assert", "assert_all_finite", "assert_equal", "assert_greater",
            "assert_greater_equal", "assert_integer", "assert_less", "assert_less_equal",
            "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal",
            "assert_positive", "assert_rank", "assert_type", "check_numerics", "is_finite", "is_inf",
-           "is_nan", "is_numeric_tensor"]
+           "is_nan", "is_numeric_tensor",
+           "assert_near", "assert_proper_iterable", "assert_rank_at_least", "assert_rank_in",
+           "assert_same_float_dtype", "assert_scalar", "is_non_decreasing",
+           "is_strictly_increasing"]

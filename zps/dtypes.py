@@ -1,5 +1,5 @@
 """``tf.dtypes``: TF 1.15's namespace of the DType objects (zps/framework/dtypes.py), with
-``cast`` and ``as_string``.
+``cast``, ``saturate_cast`` and ``as_string``.
 
 >>> import zps as tf
 >>> tf.dtypes.float32 is tf.float32, tf.dtypes.as_dtype("int64") is tf.int64
@@ -22,8 +22,9 @@ from zps.framework.dtypes import (
     string,
     uint8,
 )
-from zps.ops.math_ops import cast
+from zps.ops.math_ops import cast, saturate_cast
 from zps.ops.string_ops import as_string
 
 __all__ = ["DType", "as_dtype", "as_string", "bool", "cast", "double", "float16", "float32",
-           "float64", "half", "int16", "int32", "int64", "int8", "string", "uint8"]
+           "float64", "half", "int16", "int32", "int64", "int8", "saturate_cast", "string",
+           "uint8"]

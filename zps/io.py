@@ -10,6 +10,16 @@ True
 
 from zps import _io_gfile as gfile  # noqa: F401 - tf.io.gfile: exists, makedirs, GFile ...
 from zps.ops.data_flow_ops import PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from zps.ops.image_codec_ops import (
+    decode_bmp,
+    decode_gif,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    encode_jpeg,
+    encode_png,
+    is_jpeg,
+)
 from zps.ops.parsing_ops import (
     FixedLenFeature,
     FixedLenSequenceFeature,
@@ -27,6 +37,8 @@ from zps.python_io import *  # noqa: F403 - TFRecordWriter, TFRecordOptions ...
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "PaddingFIFOQueue", "QueueBase",
            "RandomShuffleQueue", "SparseFeature", "TFRecordCompressionType", "TFRecordOptions",
-           "TFRecordWriter", "VarLenFeature", "decode_csv", "decode_raw", "parse_example",
+           "TFRecordWriter", "VarLenFeature", "decode_bmp", "decode_csv", "decode_gif",
+           "decode_image", "decode_jpeg", "decode_png", "decode_raw", "encode_jpeg", "encode_png",
+           "is_jpeg", "parse_example",
            "parse_sequence_example", "parse_single_example", "parse_single_sequence_example",
            "read_file", "tf_record_iterator"]

@@ -18,6 +18,7 @@ from zps.ops.array_ops import (
     unsorted_segment_sqrt_n,
     unsorted_segment_sum,
 )
+from zps.ops.array_ops_more import segment_prod, unsorted_segment_prod
 from zps.ops.confusion_matrix import confusion_matrix
 from zps.ops.math_ops import (
     abs,  # noqa: A004 - TF's names shadow builtins here, as in TF
@@ -102,8 +103,47 @@ from zps.ops.nn_ops import (
     top_k,
     zero_fraction,
 )
+from zps.ops.special_math_ops import (
+    acosh,
+    asinh,
+    atanh,
+    bessel_i0,
+    bessel_i0e,
+    bessel_i1,
+    bessel_i1e,
+    betainc,
+    cumulative_logsumexp,
+    digamma,
+    erfinv,
+    igamma,
+    igammac,
+    is_non_decreasing,
+    is_strictly_increasing,
+    lbeta,
+    lgamma,
+    multiply_no_nan,
+    ndtri,
+    nextafter,
+    polygamma,
+    polyval,
+    reciprocal_no_nan,
+    reduce_euclidean_norm,
+    reduce_std,
+    reduce_variance,
+    rint,
+    xdivy,
+    xlog1py,
+    xlogy,
+    zeta,
+)
 
 __all__ = [
+    "acosh", "asinh", "atanh", "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "betainc",
+    "cumulative_logsumexp", "digamma", "erfinv", "igamma", "igammac", "is_non_decreasing",
+    "is_strictly_increasing", "lbeta", "lgamma", "multiply_no_nan", "ndtri", "nextafter",
+    "polygamma", "polyval", "reciprocal_no_nan", "reduce_euclidean_norm", "reduce_std",
+    "reduce_variance", "rint", "segment_prod", "unsorted_segment_prod", "xdivy", "xlog1py",
+    "xlogy", "zeta",
     "abs", "accumulate_n", "acos", "add", "add_n", "argmax", "argmin", "asin", "atan", "atan2",
     "bincount", "ceil", "confusion_matrix", "cos", "cosh", "count_nonzero", "cumprod", "cumsum",
     "divide", "divide_no_nan", "equal", "erf", "erfc", "exp", "expm1", "floor", "floordiv",

@@ -2,6 +2,8 @@
 tf.sparse names)."""
 
 from zps.ops.data_flow_ops import SparseConditionalAccumulator
+from zps.ops.sparse_more import bincount, cross, cross_hashed, expand_dims, eye, reset_shape
+from zps.ops.sparse_more import sparse_mask as mask
 from zps.ops.sparse_ops import SparseTensor, from_dense
 from zps.ops.sparse_ops import sparse_add as add
 from zps.ops.sparse_ops import sparse_concat as concat
@@ -29,8 +31,9 @@ from zps.ops.sparse_ops import sparse_tensor_to_dense as to_dense
 from zps.ops.sparse_ops import sparse_to_indicator as to_indicator
 from zps.ops.sparse_ops import sparse_transpose as transpose
 
-__all__ = ["SparseConditionalAccumulator", "SparseTensor", "add", "concat", "fill_empty_rows",
-           "from_dense", "matmul", "maximum", "merge", "minimum", "placeholder", "reduce_max",
-           "reduce_max_sparse", "reduce_sum", "reduce_sum_sparse", "reorder", "reshape", "retain",
-           "segment_mean", "segment_sqrt_n", "segment_sum", "slice", "softmax",
-           "sparse_dense_matmul", "split", "to_dense", "to_indicator", "transpose"]
+__all__ = ["SparseConditionalAccumulator", "SparseTensor", "add", "bincount", "concat", "cross",
+           "cross_hashed", "expand_dims", "eye", "fill_empty_rows", "from_dense", "mask",
+           "matmul", "maximum", "merge", "minimum", "placeholder", "reduce_max",
+           "reduce_max_sparse", "reduce_sum", "reduce_sum_sparse", "reorder", "reset_shape",
+           "reshape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum", "slice",
+           "softmax", "sparse_dense_matmul", "split", "to_dense", "to_indicator", "transpose"]

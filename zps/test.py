@@ -15,10 +15,16 @@
 
 import atexit as _atexit
 import contextlib as _contextlib
+import inspect as _inspect
+import json as _json
+import logging as _logging
 import math as _math
+import numbers as _numbers
+import os as _os
 import random as _random
 import shutil as _shutil
 import tempfile as _tempfile
+import time as _time
 import unittest as _unittest
 from unittest import mock
 
@@ -29,14 +35,21 @@ from zps.client.session import Session as _Session
 from zps.framework import default_session as _default_session
 from zps.framework import device as _device
 from zps.framework.errors import OpError as _OpError
+from zps.framework.errors import UnavailableError as _UnavailableError
 from zps.framework.graph import Tensor as _Tensor
 from zps.framework.graph import reset_default_graph as _reset_default_graph
 from zps.ops.random_ops import DEFAULT_GRAPH_SEED as _SEED
 from zps.ops.random_ops import set_random_seed as _set_random_seed
 from zps.testing.gradient_checker import compute_gradient, compute_gradient_error
 
-__all__ = ["TestCase", "compute_gradient", "compute_gradient_error", "get_temp_dir",
-           "gpu_device_name", "is_gpu_available", "main", "mock"]
+__all__ = ["Benchmark", "TestCase", "compute_gradient", "compute_gradient_error",
+           "create_local_cluster", "get_temp_dir", "gpu_device_name", "is_built_with_cuda",
+           "is_built_with_gpu_support", "is_built_with_rocm", "is_built_with_xla",
+           "is_gpu_available", "main", "mock", "test_src_dir_path"]
+
+_log = _logging.getLogger("zps.test")
+_TEST_REPORTER_TEST_ENV = "TEST_REPORT_FILE_PREFIX"   # where report_benchmark writes, if set
+_CLUSTER_ATTEMPTS = 5   # tries of create_local_cluster when a port it picked was taken meanwhile
 
 _temp_dir = None
 
@@ -59,6 +72,169 @@ def is_gpu_available(cuda_only=False, min_cuda_compute_capability=None):
     import cupy
     return any(divmod(int(cupy.cuda.Device(i).compute_capability), 10)
                >= tuple(min_cuda_compute_capability) for i in range(n))
+
+
+def _cupy_is_hip():
+    """None without cupy; else whether cupy was built for ROCm (HIP) rather than CUDA."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return bool(getattr(cupy.cuda.runtime, "is_hip", False))
+
+
+def is_built_with_gpu_support():
+    """Whether zps can run ops on a GPU here: cupy (its optional ``gpu`` extra) is importable.
+    It says nothing of whether a GPU is present (``is_gpu_available``)."""
+    return _cupy_is_hip() is not None
+
+
+def is_built_with_cuda():
+    """Whether zps's GPU backend is CUDA: cupy is importable and built for CUDA."""
+    return _cupy_is_hip() is False
+
+
+def is_built_with_rocm():
+    """Whether zps's GPU backend is ROCm: cupy is importable and built for ROCm (HIP)."""
+    return _cupy_is_hip() is True
+
+
+def is_built_with_xla():
+    """False: zps has no XLA compiler (its kernels are numpy / cupy calls)."""
+    return False
+
+
+def test_src_dir_path(relative_path):
+    """The absolute path of ``relative_path`` under the root of the zps source tree (TF's is
+    under its ``tensorflow/`` directory): ``tf.test.test_src_dir_path("tests/fixtures")``."""
+    root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    return _os.path.join(root, relative_path)
+
+
+def create_local_cluster(num_workers, num_ps, protocol="grpc", worker_config=None,
+                         ps_config=None):
+    """Start ``num_workers`` worker and ``num_ps`` ps ``tf.train.Server``s of one cluster in
+    this process, on free ports of 127.0.0.1; returns ``(workers, ps_servers)``. Stop them with
+    ``server.stop()`` (they also stop when the process exits).
+
+    Between-graph replicated training works as across processes: each worker builds its graph
+    with ``tf.train.replica_device_setter(cluster=workers[0].server_def["cluster"])`` and runs
+    it in ``tf.Session(workers[i].target)``; the variables live on the ps servers.
+
+    >>> import zps as tf
+    >>> workers, ps = tf.test.create_local_cluster(num_workers=1, num_ps=1)
+    >>> with tf.Graph().as_default():
+    ...     with tf.device("/job:ps/task:0"):
+    ...         v = tf.Variable(3.0)
+    ...     with tf.Session(workers[0].target) as sess:
+    ...         sess.run(v.initializer)
+    ...         print(sess.run(v * 2))
+    6.0
+    >>> for server in workers + ps:
+    ...     server.stop()
+    """
+    from zps.distributed.cluster_spec import ClusterSpec
+    from zps.distributed.server import Server
+    from zps.transport.ports import free_ports
+    jobs = [("worker", int(num_workers), worker_config), ("ps", int(num_ps), ps_config)]
+    for attempt in range(_CLUSTER_ATTEMPTS):
+        ports = iter(free_ports(num_workers + num_ps, "127.0.0.1"))
+        cluster = ClusterSpec({job: ["127.0.0.1:%d" % next(ports) for _ in range(n)]
+                               for job, n, _ in jobs if n})
+        started = []
+        try:
+            for job, n, config in jobs:
+                for i in range(n):
+                    started.append(Server(cluster, job_name=job, task_index=i, protocol=protocol,
+                                          config=config, start=True))
+        except _UnavailableError as e:   # a port picked was taken before its server bound it
+            for server in started:
+                server.stop()
+            if attempt + 1 == _CLUSTER_ATTEMPTS:
+                raise
+            _log.info("create_local_cluster: %s; trying other ports", e)
+            continue
+        return started[:num_workers], started[num_workers:]
+
+
+class Benchmark:
+    """TF's ``tf.test.Benchmark``: subclass it, and report measurements from its methods with
+    ``report_benchmark`` (or time a graph with ``run_op_benchmark``).
+
+    An entry is named ``ClassName.method`` (or ``ClassName.<name>``), logged, and printed; with
+    ``TEST_REPORT_FILE_PREFIX`` set it is written to ``<prefix><name>`` instead, as JSON (TF
+    writes a BenchmarkEntries proto there).
+    """
+
+    def _get_name(self, overwrite_name=None):
+        """``ClassName.method`` of the outermost Benchmark method on the stack."""
+        for frame in _inspect.stack()[::-1]:
+            if isinstance(frame.frame.f_locals.get("self"), Benchmark):
+                calling = frame.frame.f_locals["self"]
+                return "%s.%s" % (type(calling).__name__, overwrite_name or frame.function)
+        raise ValueError("Unable to determine calling Benchmark class.")
+
+    def report_benchmark(self, iters=None, cpu_time=None, wall_time=None, throughput=None,
+                         extras=None, name=None, metrics=None):
+        """Report one benchmark entry: ``iters`` run, ``cpu_time`` / ``wall_time`` seconds
+        (per iteration, by TF's convention), ``throughput`` (MB/s), ``extras`` (a dict of
+        numbers or strings) and ``metrics`` (a list of dicts with ``name`` and ``value``)."""
+        entry = {"name": self._get_name(name)}
+        for key, value in (("iters", iters), ("cpu_time", cpu_time), ("wall_time", wall_time),
+                           ("throughput", throughput)):
+            if value is not None:
+                entry[key] = value
+        if extras is not None:
+            if not isinstance(extras, dict):
+                raise TypeError("extras must be a dict")
+            entry["extras"] = {k: v if isinstance(v, _numbers.Number) else str(v)
+                               for k, v in extras.items()}
+        if metrics is not None:
+            if not isinstance(metrics, list):
+                raise TypeError("metrics must be a list")
+            for metric in metrics:
+                for field in ("name", "value"):
+                    if field not in metric:
+                        raise TypeError("metric must has a '%s' field" % field)
+            entry["metrics"] = [dict(m) for m in metrics]
+        _log.info("Benchmark [%s] %s", entry["name"], entry)
+        prefix = _os.environ.get(_TEST_REPORTER_TEST_ENV)
+        if prefix is None:
+            print(_json.dumps(entry, sort_keys=True))
+            return
+        path = prefix + entry["name"].replace("/", "__")
+        if _os.path.exists(path):
+            raise OSError("File already exists: %s" % path)
+        with open(path, "w") as f:
+            _json.dump(entry, f, sort_keys=True)
+
+    def run_op_benchmark(self, sess, op_or_tensor, feed_dict=None, burn_iters=2, min_iters=10,
+                         store_trace=False, store_memory_usage=True, name=None, extras=None,
+                         mbs=0):
+        """Run ``op_or_tensor`` ``burn_iters`` times, then time ``min_iters`` runs; report and
+        return ``{"iters", "wall_time" (the median seconds per run), "extras", "name",
+        "throughput" (mbs / wall_time)}``, the extras then also holding the runs' mean and
+        standard deviation (``wall_time_mean``, ``wall_time_stdev``). ``store_trace`` and
+        ``store_memory_usage`` are accepted (zps records no step traces here)."""
+        for _ in range(burn_iters):
+            sess.run(op_or_tensor, feed_dict=feed_dict)
+        deltas = []
+        for _ in range(min_iters):
+            start = _time.time()
+            sess.run(op_or_tensor, feed_dict=feed_dict)
+            deltas.append(_time.time() - start)
+        ordered = sorted(deltas)
+        median = (ordered[len(ordered) // 2] + ordered[(len(ordered) - 1) // 2]) / 2.0 \
+            if ordered else -1
+        values = {"iters": min_iters, "wall_time": median,
+                  "extras": dict(extras) if extras is not None else {}, "name": name,
+                  "throughput": mbs / median if median > 0 else 0.0}
+        self.report_benchmark(**values)
+        mean = sum(deltas) / len(deltas) if deltas else -1
+        stdev = _math.sqrt(sum((d - mean) ** 2 for d in deltas) / (len(deltas) - 1)) \
+            if len(deltas) > 1 else -1
+        values["extras"].update(wall_time_mean=mean, wall_time_stdev=stdev)
+        return values
 
 
 def gpu_device_name():

@@ -4,6 +4,7 @@ import numpy as np
 
 import zps as tf
 from zps.distributed.partition import Task, partition, streams_into_update
+from zps.framework.device import DeviceSpec
 from zps.testing.cluster import InProcessCluster
 
 WORKER, PS = Task("worker", 0), Task("ps", 0)
@@ -176,11 +177,17 @@ def test_a_shape_known_when_the_graph_is_built_is_a_constant_where_it_is_read():
     names = {t: [op.name for op in p.graph.get_operations() if op.type in ("_Send", "_Recv")]
              for t, p in parts.items()}
     assert not [n for n in names[WORKER] + names[PS] if "Shape" in n], names
-    copies = [op for op in parts[WORKER].graph.get_operations()
-              if op.type == "Const" and "Gather_grad/Shape" in op.name]
-    assert [op.get_attr("value").tolist() for op in copies] == [[10, 4]]
-    # A copy on another task than the original's: not colocated with the ps table.
-    assert copies[0].device == str(WORKER) and not copies[0]._colocation
+    # The rows' shape the gradient's values are reshaped to is known when the graph is built:
+    # a constant on the worker (folded from the table's static shape), not a Shape of the table.
+    worker_ops = parts[WORKER].graph.get_operations()
+    assert not [op.name for op in worker_ops if "Gather_grad/Shape" in op.name]
+    copies = [op for op in worker_ops if op.type == "Const" and "Gather_grad/" in op.name
+              and op.get_attr("value").tolist() == [-1, 4]]
+    assert len(copies) == 1, [(op.name, op.type) for op in worker_ops]
+    # On the worker, not colocated with the ps table.
+    device = DeviceSpec.from_string(copies[0].device)
+    assert (device.job, device.task) == ("worker", 0)
+    assert not copies[0]._colocation
 
 
 def test_sparse_training_with_the_folded_shape_gives_the_same_numbers():

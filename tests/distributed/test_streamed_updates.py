@@ -31,6 +31,9 @@ class _Ref:
     def read(self):
         return self.value
 
+    def writable(self):
+        return self.value
+
 
 def _arriving(data):
     return Incoming(np.empty_like(data))

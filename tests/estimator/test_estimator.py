@@ -105,8 +105,13 @@ def test_evaluate_matches_numpy(tmp_path):
     assert results["global_step"] == 5
     np.testing.assert_allclose(results["loss"], np.mean(batch_losses), rtol=1e-5)
     np.testing.assert_allclose(results["mae"], np.mean(np.abs(errors)), rtol=1e-5)
-    if os.path.isdir(est.eval_dir("holdout")):     # written when tensorboardX is installed
-        assert est.eval_dir("holdout").endswith("eval_holdout")
+    assert est.eval_dir("holdout").endswith("eval_holdout")
+    tf.summary.FileWriterCache.clear()             # closed: all written
+    events = [e for name in sorted(os.listdir(est.eval_dir("holdout")))
+              for e in tf.train.summary_iterator(os.path.join(est.eval_dir("holdout"), name))]
+    written = {v.tag: (e.step, v.simple_value) for e in events for v in e.summary.value}
+    assert written == {"loss": (5, pytest.approx(results["loss"], rel=1e-6)),
+                       "mae": (5, pytest.approx(results["mae"], rel=1e-6))}
 
     first = est.evaluate(input_fn, steps=1)        # a repeating input: stop after one batch
     np.testing.assert_allclose(first["loss"], batch_losses[0], rtol=1e-5)

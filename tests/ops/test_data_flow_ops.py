@@ -406,6 +406,37 @@ def test_accumulator_drops_stale_gradients_and_set_global_step():
             assert sess.run(acc.take_grad(2)) == 3.0
 
 
+def test_accumulator_of_scalar_gradients_computed_in_the_graph():
+    # numpy's arithmetic on 0-d arrays returns numpy scalars: the accumulator must still sum and
+    # average them in place (it failed with "return arrays must be of ArrayType").
+    with tf.Graph().as_default():
+        acc = ConditionalAccumulator(tf.float32, shape=[])
+        x = tf.placeholder(tf.float32, [])
+        apply = acc.apply_grad(2.0 * (x - 3.0))
+        with tf.Session() as sess:
+            sess.run(apply, {x: 0.0})
+            sess.run(apply, {x: 1.0})
+            assert sess.run(acc.take_grad(2)) == -5.0
+
+
+def test_a_take_whose_output_fails_fails_instead_of_waiting_forever(monkeypatch):
+    from zps.ops import data_flow_ops
+
+    def broken(self, xp):
+        raise TypeError("boom")
+    monkeypatch.setattr(data_flow_ops._DenseAccumulator, "_output", broken)
+    with tf.Graph().as_default():
+        acc = ConditionalAccumulator(tf.float32, shape=[2])
+        take = acc.take_grad(1)
+        with tf.Session() as sess:
+            t, box = _in_thread(lambda: sess.run(take))
+            time.sleep(0.05)
+            sess.run(acc.apply_grad([1.0, 2.0]))
+            error = _finish(t, box)["error"]
+    assert isinstance(error, errors.InternalError)
+    assert "could not output its gradient: TypeError: boom" in str(error)
+
+
 def test_take_grad_blocks_until_num_required():
     with tf.Graph().as_default():
         acc = ConditionalAccumulator(tf.float32, shape=[2])

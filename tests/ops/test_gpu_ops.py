@@ -19,20 +19,10 @@ import pytest
 
 import tests.ops
 import zps as tf
-from zps.framework.device import visible_gpu_count
 from zps.testing import fake_cupy
 from zps.testing.gradient_checker import case_inputs
 
-
-def _real_gpu():
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return False
-    return visible_gpu_count() > 0 and not getattr(cupy, "IS_FAKE", False)
-
-
-REAL = _real_gpu()
+REAL = fake_cupy.real_gpu()
 if os.environ.get("ZPS_GPU_TESTS") == "real" and not REAL:
     raise RuntimeError("ZPS_GPU_TESTS=real but cupy or a GPU is missing")
 RTOL, ATOL = (1e-5, 1e-6) if REAL else (1e-12, 1e-12)
@@ -210,6 +200,6 @@ def test_placement_sets_name_registered_ops_only():
     # A misspelled or removed op type in these sets would silently mean nothing.
     from zps.framework import registry
     from zps.ops import cupy_kernels
-    for name in ("CPU_ONLY", "METADATA", "HOST_OPS", "HOST_INPUTS"):
+    for name in ("CPU_ONLY", "METADATA", "HOST_OPS", "HOST_INPUTS", "ON_HOST"):
         ops = getattr(cupy_kernels, name)
         assert not sorted(op for op in ops if op not in registry.REGISTRY), name

@@ -14,6 +14,8 @@ from zps.framework.registry import REGISTRY
 # Ops whose gradient is covered by a dedicated test rather than a GradCase, with the reason.
 EXEMPT = {
     "Placeholder": "not differentiable in itself (an input)",
+    "RandomGamma": "a stateful draw: its gradient is checked by tests/ops/test_sparse_random_more.py"
+                   "::test_gamma_gradient_is_the_implicit_reparameterization",
 }
 
 

@@ -115,7 +115,7 @@ GRAD_CASES = [
              lambda x, i: tf.gradients(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=i, logits=x),
                                        [x])[0],
              [_r(3, 4), np.array([3, 0, 1])], name="SparseXent_second_derivative"),
-    GradCase("Softplus",
+    GradCase("Log1p",
              lambda z, x, q: tf.nn.weighted_cross_entropy_with_logits(labels=z, logits=x, pos_weight=q),
              [R.uniform(0, 1, (2, 3)), _r(2, 3), np.array(2.5)], name="weighted_cross_entropy"),
     GradCase("Mean", lambda x: tf.nn.moments(x, axes=[0])[1], [_r(4, 3)], name="moments_variance"),
@@ -245,7 +245,7 @@ def test_softmax_axis_dim_and_shapes():
 
 def test_softmax_errors():
     with tf.Graph().as_default():
-        with pytest.raises(ValueError, match="Invalid axis 2 for softmax of a rank-2 tensor"):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"range \[-2, 2\)"):  # as TF1
             tf.nn.softmax(tf.zeros([2, 3]), axis=2)
         with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
             tf.nn.softmax(tf.zeros([2, 3]), axis=1, dim=1)
@@ -290,7 +290,7 @@ def test_bias_add_static_shape_and_errors():
             tf.nn.bias_add(tf.zeros([2, 3]), tf.zeros([1, 3]))
         with pytest.raises(ValueError, match="data_format must be 'NHWC' or 'NCHW'"):
             tf.nn.bias_add(tf.zeros([2, 3]), tf.zeros([3]), data_format="NDHWC")
-        with pytest.raises(TypeError, match="'bias' has dtype float64"):
+        with pytest.raises(ValueError, match="'bias' has dtype float64"):  # as TF1
             tf.nn.bias_add(tf.zeros([2, 3]), tf.zeros([3], dtype=tf.float64))
 
 

@@ -299,7 +299,6 @@ def test_step_counter_hook_logs_steps_per_sec(caplog):
 
 
 def test_step_counter_hook_writes_steps_per_sec_summaries(tmp_path, caplog):
-    pytest.importorskip("tensorboardX")
     caplog.set_level(logging.INFO, logger="zps.train")
     with tf.Graph().as_default():
         _, train_op = _counting_graph()

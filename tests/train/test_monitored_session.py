@@ -1,7 +1,6 @@
 """MonitoredSession, MonitoredTrainingSession, Scaffold and session creators: training loops,
 recovery after AbortedError, checkpoints, chief / non-chief on an in-process cluster, closing."""
 
-import importlib.util
 import logging
 import threading
 import time
@@ -75,9 +74,9 @@ def test_monitored_training_session_hook_order_and_defaults(tmp_path):
                                                  chief_only_hooks=[chief_only])
         kinds = [type(h) for h in sess._hooks]
         sess.close()
-        # TF1's order; SummarySaverHook only when the optional event writer (zps[summary]) is there.
-        summaries = [SummarySaverHook] if importlib.util.find_spec("tensorboardX") else []
-        assert kinds == [Mine, hooks.StepCounterHook, *summaries, hooks.CheckpointSaverHook, Mine]
+        # TF1's order
+        assert kinds == [Mine, hooks.StepCounterHook, SummarySaverHook, hooks.CheckpointSaverHook,
+                         Mine]
         assert sess._hooks[0] is chief_only and sess._hooks[-1] is mine
         saver_hook = sess._hooks[-2]
         assert saver_hook._timer._every_secs == 600 and saver_hook._timer._every_steps is None
@@ -85,7 +84,7 @@ def test_monitored_training_session_hook_order_and_defaults(tmp_path):
 
         sess = ms.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
                                                  save_checkpoint_steps=5, log_step_count_steps=None)
-        assert [type(h) for h in sess._hooks] == [*summaries, hooks.CheckpointSaverHook]
+        assert [type(h) for h in sess._hooks] == [SummarySaverHook, hooks.CheckpointSaverHook]
         assert sess._hooks[-1]._timer._every_steps == 5 and sess._hooks[-1]._timer._every_secs is None
         sess.close()
         sess = ms.MonitoredTrainingSession(hooks=[mine], chief_only_hooks=[chief_only])

@@ -40,6 +40,26 @@ def test_queue_runner_fills_a_queue_then_stops_with_the_coordinator():
             assert sess.run(q.is_closed())   # the closer cancelled the pending enqueue
 
 
+def test_a_run_blocked_elsewhere_is_cancelled_when_the_coordinator_stops():
+    # The enqueue waits on another queue that never fills (as a SyncReplicasOptimizer chief's
+    # runner waits for gradients once the workers have stopped): closing its own queue does
+    # not end that wait, so the stop cancels the run itself; TF1 waits out the grace period.
+    with tf.Graph().as_default():
+        never_fed = FIFOQueue(1, tf.float32, shapes=[])
+        q = FIFOQueue(1, tf.float32, shapes=[])
+        qr = QueueRunner(q, [q.enqueue(never_fed.dequeue())])
+        with tf.Session() as sess:
+            coord = Coordinator()
+            threads = qr.create_threads(sess, coord=coord, start=True)
+            time.sleep(0.1)   # its run now waits on never_fed
+            start = time.monotonic()
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=WAIT)   # RuntimeError if one still runs
+            assert time.monotonic() - start < 2.0
+            assert all(not t.is_alive() for t in threads)
+            assert sess.run(q.size()) == 0 and sess.run(never_fed.size()) == 0
+
+
 def test_input_exhausted_closes_the_queue_and_readers_drain_it():
     with tf.Graph().as_default():
         source = FIFOQueue(10, tf.int32, shapes=[])

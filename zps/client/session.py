@@ -11,6 +11,7 @@
 """
 
 import collections
+import threading
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class _LocalRunner:
         self._graph = graph
         self._config = config
         self.resources = ResourceManager()
-        self._running = set()   # contexts of steps in flight, cancelled by close()
+        self._running = {}   # context of each step in flight -> its thread; close() cancels
         self._gpu_ids = session_gpu_ids(config)
         self._plans = PlanCache(graph, lambda feeds, fetches, targets: Plan(
             feeds, fetches, targets, placement_check=self._check_placement,
@@ -55,7 +56,7 @@ class _LocalRunner:
     def run(self, feeds, feed_values, fetches, targets, options, run_metadata):
         plan = self._plans.get(feeds, fetches, targets)
         ctx = StepContext(self.resources)
-        self._running.add(ctx)
+        self._running[ctx] = threading.get_ident()
         try:
             if options is not None and options.trace_level and run_metadata is not None:
                 values, records = plan.run_traced(ctx, feed_values)
@@ -64,7 +65,7 @@ class _LocalRunner:
                 return values
             return plan.run(ctx, feed_values)
         finally:
-            self._running.discard(ctx)
+            self._running.pop(ctx, None)
 
     def list_devices(self):
         devices = [DeviceAttributes("/job:localhost/replica:0/task:0/device:CPU:0", "CPU", 0, 0)]
@@ -86,6 +87,12 @@ class _LocalRunner:
                 "tf.Session(server.target), or remove the job/task from its device."
                 % (op.name, op.device))
         # GPU devices are placed by the plan (zps.ops.cupy_kernels.place).
+
+    def cancel_threads(self, threads, error):
+        """Cancel the steps that the threads (idents) of ``threads`` are running."""
+        for ctx, thread in list(self._running.items()):
+            if thread in threads:
+                ctx.cancel(error)
 
     def close(self):
         closed = errors.CancelledError(None, None, "Session closed while the step was running")
@@ -199,6 +206,11 @@ class BaseSession:
         if not self._closed:
             self._closed = True
             self._runner.close()
+
+    def _cancel_runs_of(self, threads, error):
+        """Cancel the runs in flight of the threads (idents) ``threads``: they raise ``error``
+        (a queue runner's threads when its coordinator stops)."""
+        self._runner.cancel_threads(threads, error)
 
     def as_default(self):
         return _DefaultSession(self)

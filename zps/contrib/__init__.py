@@ -1,8 +1,9 @@
 """``tf.contrib``: the TF1 contrib names that zps programs use (aliases of core functions), plus
 ``tf.contrib.embedding``: growable hash embedding tables, and ``tf.contrib.rnn``: the recurrent
-cells of ``tf.nn.rnn_cell``, and ``tf.contrib.layers``: TF1's contrib layers, regularizers and
-initializers."""
+cells of ``tf.nn.rnn_cell``, ``tf.contrib.layers``: TF1's contrib layers, regularizers and
+initializers, ``tf.contrib.framework``: ``arg_scope`` and the variable helpers, and
+``tf.contrib.slim``: all of these under slim's names, with ``slim.learning``."""
 
-from zps.contrib import embedding, framework, layers, rnn, training
+from zps.contrib import embedding, framework, layers, rnn, slim, training
 
-__all__ = ["embedding", "framework", "layers", "rnn", "training"]
+__all__ = ["embedding", "framework", "layers", "rnn", "slim", "training"]

@@ -1,5 +1,9 @@
-"""``tf.contrib.framework``: aliases used by TF1 programs (e.g. the seed's example trainer)."""
+"""``tf.contrib.framework``: ``arg_scope`` (zps/contrib/arg_scope.py), the variable helpers of
+TF1's contrib (zps/contrib/variables.py) and the global-step functions."""
 
-from zps.train.training_util import get_global_step, get_or_create_global_step
+from zps.contrib.arg_scope import *  # noqa: F403
+from zps.contrib.arg_scope import __all__ as _arg_scope_all
+from zps.contrib.variables import *  # noqa: F403
+from zps.contrib.variables import __all__ as _variables_all
 
-__all__ = ["get_global_step", "get_or_create_global_step"]
+__all__ = sorted(set(_arg_scope_all) | set(_variables_all))

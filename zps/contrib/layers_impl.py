@@ -24,12 +24,15 @@ import functools
 import math
 import numbers
 
+from zps.contrib.arg_scope import add_arg_scope
+from zps.contrib.variables import model_variable
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, IndexedSlices, convert_to_tensor, get_default_graph, is_symbolic
 from zps.ops import (
     array_ops,
     clip_ops,
     control_flow_ops,
+    conv_ops,
     embedding_ops,
     init_ops,
     layers_impl,
@@ -230,18 +233,24 @@ def _variable(scope, name):
                  if v.op.name == full), None)
 
 
+_WEIGHTS_AND_BIASES = {"kernel": "weights", "bias": "biases"}   # tf.layers' name -> contrib's
+
+
 def _weights_layer(build, default_scope, inputs, activation_fn, normalizer_fn, normalizer_params,
                    biases_initializer, reuse, variables_collections, outputs_collections,
-                   scope):
+                   scope, renames=None):
     """A weights layer of contrib: ``build(inputs, use_bias, scope)`` (tf.layers' dense or conv2d
-    in ``scope``), then the normalizer and the activation."""
-    getter = _model_variable_getter({"kernel": "weights", "bias": "biases"})
+    in ``scope``), then the normalizer and the activation. ``renames``: tf.layers' variable
+    names -> contrib's (each goes to ``variables_collections``' "weights", or "biases")."""
+    renames = renames or _WEIGHTS_AND_BIASES
+    getter = _model_variable_getter(renames)
     with variable_scope.variable_scope(scope, default_scope, [inputs], reuse=reuse,
                                        custom_getter=getter) as sc:
         inputs = convert_to_tensor(inputs)
         outputs = build(inputs, not normalizer_fn and biases_initializer is not None, sc)
-        for kind in ("weights", "biases"):
-            _add_to_collections(_variable(sc, kind), variables_collections, kind)
+        for name in renames.values():
+            _add_to_collections(_variable(sc, name), variables_collections,
+                                "biases" if name == "biases" else "weights")
         if normalizer_fn is not None:
             outputs = normalizer_fn(outputs, **(normalizer_params or {}))
         if activation_fn is not None:
@@ -250,6 +259,7 @@ def _weights_layer(build, default_scope, inputs, activation_fn, normalizer_fn, n
 
 
 # -- layers ----------------------------------------------------------------------------------------
+@add_arg_scope
 def fully_connected(inputs, num_outputs, activation_fn=nn_ops.relu, normalizer_fn=None,
                     normalizer_params=None, weights_initializer=_XAVIER,
                     weights_regularizer=None,
@@ -278,6 +288,7 @@ def _channels_last(data_format, what):
                          % (what, data_format))
 
 
+@add_arg_scope
 def convolution2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None,
                   rate=1, activation_fn=nn_ops.relu, normalizer_fn=None, normalizer_params=None,
                   weights_initializer=_XAVIER, weights_regularizer=None,
@@ -314,6 +325,7 @@ def _pool(pool, default_scope, inputs, kernel_size, stride, padding, data_format
         return _collect_named_outputs(outputs_collections, sc, outputs)
 
 
+@add_arg_scope
 def max_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC",
                outputs_collections=None, scope=None):
     """2-D max pooling of NHWC ``inputs`` (name scope ``MaxPool2D``)."""
@@ -321,6 +333,7 @@ def max_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC
                  data_format, outputs_collections, scope)
 
 
+@add_arg_scope
 def avg_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC",
                outputs_collections=None, scope=None):
     """2-D average pooling of NHWC ``inputs`` (name scope ``AvgPool2D``)."""
@@ -328,6 +341,7 @@ def avg_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC
                  padding, data_format, outputs_collections, scope)
 
 
+@add_arg_scope
 def flatten(inputs, outputs_collections=None, scope=None):
     """``inputs`` as ``[batch, everything else]`` (name scope ``Flatten``)."""
     with get_default_graph().name_scope(scope or "Flatten") as sc:
@@ -335,6 +349,7 @@ def flatten(inputs, outputs_collections=None, scope=None):
         return _collect_named_outputs(outputs_collections, sc, outputs)
 
 
+@add_arg_scope
 def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None,
             scope=None, seed=None):
     """Units kept with probability ``keep_prob`` (and scaled by ``1 / keep_prob``) when
@@ -346,6 +361,7 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_c
         return _collect_named_outputs(outputs_collections, sc.name, outputs)
 
 
+@add_arg_scope
 def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, activation_fn=None,
                param_initializers=None, param_regularizers=None,
                updates_collections=GraphKeys.UPDATE_OPS, is_training=True, reuse=None,
@@ -410,6 +426,215 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, act
         return _collect_named_outputs(outputs_collections, sc.name, outputs)
 
 
+def _data_format(data_format):
+    """'channels_first' / 'channels_last' for TF1's 'NCHW' / 'NHWC'."""
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    return "channels_first" if data_format == "NCHW" else "channels_last"
+
+
+@add_arg_scope
+def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
+                            data_format="NHWC", activation_fn=nn_ops.relu, normalizer_fn=None,
+                            normalizer_params=None, weights_initializer=_XAVIER,
+                            weights_regularizer=None, biases_initializer=_ZEROS,
+                            biases_regularizer=None, reuse=None, variables_collections=None,
+                            outputs_collections=None, trainable=True, scope=None):
+    """A 2-D transposed convolution (tf.layers' conv2d_transpose), then the normalizer and the
+    activation; the variables ``<scope>/weights`` (``[h, w, num_outputs, in]``) and
+    ``<scope>/biases``, the scope ``Conv2d_transpose`` by default."""
+    df = _data_format(data_format)
+
+    def build(inputs, use_bias, sc):
+        return layers_impl.conv2d_transpose(
+            inputs, num_outputs, kernel_size, strides=stride, padding=padding, data_format=df,
+            use_bias=use_bias, kernel_initializer=weights_initializer,
+            bias_initializer=biases_initializer, kernel_regularizer=weights_regularizer,
+            bias_regularizer=biases_regularizer, trainable=trainable, name=sc, reuse=reuse)
+    return _weights_layer(build, "Conv2d_transpose", inputs, activation_fn, normalizer_fn,
+                          normalizer_params, biases_initializer, reuse, variables_collections,
+                          outputs_collections, scope)
+
+
+conv2d_transpose = convolution2d_transpose
+
+
+def _pair(value, what):
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2:
+        raise ValueError("%s must be an int or a list of 2 ints, got %r" % (what, value))
+    return pair
+
+
+@add_arg_scope
+def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1,
+                            padding="SAME", data_format="NHWC", rate=1, activation_fn=nn_ops.relu,
+                            normalizer_fn=None, normalizer_params=None,
+                            weights_initializer=_XAVIER, pointwise_initializer=None,
+                            weights_regularizer=None, biases_initializer=_ZEROS,
+                            biases_regularizer=None, reuse=None, variables_collections=None,
+                            outputs_collections=None, trainable=True, scope=None):
+    """A depthwise convolution (variable ``depthwise_weights``) and, when ``num_outputs`` is not
+    None, a pointwise one mixing the channels (``pointwise_weights``); then the biases, the
+    normalizer and the activation. The scope is ``SeparableConv2d`` by default."""
+    df = _data_format(data_format)
+    pointwise_initializer = pointwise_initializer or weights_initializer
+
+    def build(inputs, use_bias, sc):
+        if num_outputs is not None:
+            return layers_impl.separable_conv2d(
+                inputs, num_outputs, kernel_size, strides=stride, padding=padding,
+                data_format=df, dilation_rate=_pair(rate, "rate"),
+                depth_multiplier=depth_multiplier, use_bias=use_bias,
+                depthwise_initializer=weights_initializer,
+                pointwise_initializer=pointwise_initializer, bias_initializer=biases_initializer,
+                depthwise_regularizer=weights_regularizer,
+                pointwise_regularizer=weights_regularizer, bias_regularizer=biases_regularizer,
+                trainable=trainable, name=sc, reuse=reuse)
+        channels_axis = 1 if df == "channels_first" else -1
+        channels = inputs.get_shape().with_rank(4)[channels_axis].value
+        if channels is None:
+            raise ValueError("separable_conv2d: the channels of inputs must be known, got "
+                             "shape %s" % inputs.get_shape())
+        kernel_h, kernel_w = _pair(kernel_size, "kernel_size")
+        stride_h, stride_w = _pair(stride, "stride")
+        weights = variable_scope.get_variable(
+            "depthwise_kernel", [kernel_h, kernel_w, channels, depth_multiplier],
+            dtype=inputs.dtype.base_dtype, initializer=weights_initializer,
+            regularizer=weights_regularizer, trainable=trainable)
+        outputs = conv_ops.depthwise_conv2d(
+            inputs, weights, [1, 1, stride_h, stride_w] if df == "channels_first"
+            else [1, stride_h, stride_w, 1], padding, rate=_pair(rate, "rate"),
+            data_format=data_format)
+        if use_bias:
+            biases = variable_scope.get_variable(
+                "bias", [channels * depth_multiplier], dtype=inputs.dtype.base_dtype,
+                initializer=biases_initializer, regularizer=biases_regularizer,
+                trainable=trainable)
+            outputs = nn_ops.bias_add(outputs, biases, data_format=data_format)
+        return outputs
+    return _weights_layer(build, "SeparableConv2d", inputs, activation_fn, normalizer_fn,
+                          normalizer_params, biases_initializer, reuse, variables_collections,
+                          outputs_collections, scope,
+                          renames={"depthwise_kernel": "depthwise_weights",
+                                   "pointwise_kernel": "pointwise_weights", "bias": "biases"})
+
+
+separable_conv2d = separable_convolution2d
+
+
+@add_arg_scope
+def bias_add(inputs, activation_fn=None, initializer=_ZEROS, regularizer=None, reuse=None,
+             variables_collections=None, outputs_collections=None, trainable=True,
+             data_format="NHWC", scope=None):
+    """``inputs`` plus the model variable ``<scope>/biases`` (one per channel: the last axis, or
+    axis 1 for NCHW), then ``activation_fn``; the scope ``BiasAdd`` by default."""
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    with variable_scope.variable_scope(scope, "BiasAdd", [inputs], reuse=reuse) as sc:
+        inputs = convert_to_tensor(inputs)
+        shape = inputs.get_shape()
+        if shape.ndims is None:
+            raise ValueError("Dims of shape must be known but is None")
+        if shape.ndims != 4 and data_format == "NCHW":
+            raise ValueError("Data format NCHW only supports 4D Tensor")
+        channels = shape[1 if data_format == "NCHW" else -1].value
+        if channels is None:
+            raise ValueError("`C` dimension must be known but is None")
+        biases = model_variable("biases", shape=[channels], dtype=inputs.dtype.base_dtype,
+                                initializer=initializer, regularizer=regularizer,
+                                collections=_collections_of(variables_collections, "biases"),
+                                trainable=trainable)
+        outputs = nn_ops.bias_add(inputs, biases, data_format=data_format)
+        if activation_fn is not None:
+            outputs = activation_fn(outputs)
+        return _collect_named_outputs(outputs_collections, sc.name, outputs)
+
+
+def _collections_of(variables_collections, name):
+    """TF1's get_variable_collections: a dict picks by variable kind."""
+    if isinstance(variables_collections, dict):
+        return variables_collections.get(name)
+    return variables_collections
+
+
+@add_arg_scope
+def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
+               variables_collections=None, outputs_collections=None, trainable=True,
+               begin_norm_axis=1, begin_params_axis=-1, scope=None):
+    """Layer normalization: ``inputs`` normalized over the axes ``begin_norm_axis..`` (mean 0,
+    variance 1, epsilon 1e-12), then ``* gamma + beta`` (model variables of the shape of the axes
+    ``begin_params_axis..``); the scope ``LayerNorm`` by default."""
+    with variable_scope.variable_scope(scope, "LayerNorm", [inputs], reuse=reuse) as sc:
+        inputs = convert_to_tensor(inputs)
+        shape = inputs.get_shape()
+        rank = shape.ndims
+        if rank is None:
+            raise ValueError("Inputs %s has undefined rank." % inputs.name)
+        if begin_norm_axis < 0:
+            begin_norm_axis += rank
+        if begin_params_axis >= rank or begin_norm_axis >= rank:
+            raise ValueError("begin_params_axis (%d) and begin_norm_axis (%d) must be < "
+                             "rank(inputs) (%d)" % (begin_params_axis, begin_norm_axis, rank))
+        params_shape = shape[begin_params_axis:]
+        if not params_shape.is_fully_defined():
+            raise ValueError("Inputs %s: shape(inputs)[%s:] is not fully defined: %s"
+                             % (inputs.name, begin_params_axis, shape))
+        dtype = inputs.dtype.base_dtype
+        beta = gamma = None
+        if center:
+            beta = model_variable("beta", shape=params_shape, dtype=dtype,
+                                  initializer=init_ops.zeros_initializer(),
+                                  collections=_collections_of(variables_collections, "beta"),
+                                  trainable=trainable)
+        if scale:
+            gamma = model_variable("gamma", shape=params_shape, dtype=dtype,
+                                   initializer=init_ops.ones_initializer(),
+                                   collections=_collections_of(variables_collections, "gamma"),
+                                   trainable=trainable)
+        mean, variance = nn_ops.moments(inputs, list(range(begin_norm_axis, rank)),
+                                        keep_dims=True)
+        outputs = nn_ops.batch_normalization(inputs, mean, variance, offset=beta, scale=gamma,
+                                             variance_epsilon=1e-12 if dtype != dtypes.float16
+                                             else 1e-3)
+        outputs.set_shape(shape)
+        if activation_fn is not None:
+            outputs = activation_fn(outputs)
+        return _collect_named_outputs(outputs_collections, sc.name, outputs)
+
+
+def softmax(logits, scope=None):
+    """Softmax over the last axis of N-D ``logits`` (N > 1; the last dimension known)."""
+    with variable_scope.variable_scope(scope, "softmax", [logits]):
+        logits = convert_to_tensor(logits)
+        shape = logits.get_shape()
+        if shape.ndims is not None and shape.ndims < 2:
+            raise ValueError("softmax: logits must have rank >= 2, got shape %s" % shape)
+        classes = shape[-1].value if shape.ndims is not None else None
+        if classes is None:
+            raise ValueError("softmax: the last dimension of logits must be known, got shape %s"
+                             % shape)
+        predictions = array_ops.reshape(nn_ops.softmax(array_ops.reshape(logits, [-1, classes])),
+                                        array_ops.shape(logits))
+        predictions.set_shape(shape)
+        return predictions
+
+
+def unit_norm(inputs, dim, epsilon=1e-7, scope=None):
+    """``inputs / sqrt(epsilon + sum(inputs**2, dim))`` along the axis ``dim`` (0 <= dim <
+    rank)."""
+    with variable_scope.variable_scope(scope, "UnitNorm", [inputs]):
+        inputs = convert_to_tensor(inputs)
+        rank = inputs.get_shape().ndims
+        if rank is None:
+            raise ValueError("The input rank must be known.")
+        if dim < 0 or dim >= rank:
+            raise ValueError("dim must be positive but smaller than the input rank.")
+        lengths = math_ops.sqrt(epsilon + math_ops.reduce_sum(math_ops.square(inputs), dim,
+                                                              keepdims=True))
+        return math_ops.div(inputs, lengths)
+
+
 def _route_updates(updates, updates_collections, outputs):
     """The moving-statistics updates of a batch_norm (which tf.layers put in UPDATE_OPS) moved to
     ``updates_collections``, or, when it is None, run with ``outputs``."""
@@ -426,6 +651,7 @@ def _route_updates(updates, updates_collections, outputs):
     return outputs
 
 
+@add_arg_scope
 def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0, outputs_collections=None,
                      scope=None):
     """``labels`` as one-hot vectors of ``num_classes`` (name scope ``OneHotEncoding``)."""
@@ -437,6 +663,7 @@ def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0, outputs_c
         return _collect_named_outputs(outputs_collections, sc, outputs)
 
 
+@add_arg_scope
 def embed_sequence(ids, vocab_size=None, embed_dim=None, unique=False, initializer=None,
                    regularizer=None, trainable=True, scope=None, reuse=None):
     """The rows of the ``[vocab_size, embed_dim]`` model variable ``<scope>/embeddings`` (scope
@@ -644,7 +871,9 @@ def optimize_loss(loss, global_step, learning_rate, optimizer, gradient_noise_sc
 
 __all__ = [
     "fully_connected", "convolution2d", "conv2d", "max_pool2d", "avg_pool2d", "flatten",
-    "dropout", "batch_norm", "one_hot_encoding", "embed_sequence", "repeat", "stack",
+    "dropout", "batch_norm", "bias_add", "convolution2d_transpose", "conv2d_transpose",
+    "separable_convolution2d", "separable_conv2d", "layer_norm", "softmax", "unit_norm",
+    "one_hot_encoding", "embed_sequence", "repeat", "stack",
     "l1_regularizer", "l2_regularizer", "l1_l2_regularizer", "sum_regularizer",
     "apply_regularization", "xavier_initializer", "xavier_initializer_conv2d",
     "variance_scaling_initializer", "optimize_loss", "OPTIMIZER_CLS_NAMES",

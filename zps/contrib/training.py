@@ -1,4 +1,5 @@
-"""``tf.contrib.training``: the ps placement strategies for ``tf.train.replica_device_setter``.
+"""``tf.contrib.training``: the ps placement strategies for ``tf.train.replica_device_setter``,
+and the evaluator's wait for new checkpoints (``checkpoints_iterator``, ``wait_for_new_checkpoint``).
 
 >>> import zps as tf
 >>> from zps.contrib import training
@@ -9,6 +10,8 @@
 /job:ps/task:0
 """
 
+from zps.train.checkpoint_management import checkpoints_iterator, wait_for_new_checkpoint
 from zps.train.device_setter import GreedyLoadBalancingStrategy, RandomStrategy, byte_size_load_fn
 
-__all__ = ["GreedyLoadBalancingStrategy", "RandomStrategy", "byte_size_load_fn"]
+__all__ = ["GreedyLoadBalancingStrategy", "RandomStrategy", "byte_size_load_fn",
+           "checkpoints_iterator", "wait_for_new_checkpoint"]

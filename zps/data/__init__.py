@@ -10,16 +10,20 @@
 """
 
 from zps.data import experimental  # noqa: F401 - tf.data.experimental
-from zps.data.dataset import Dataset, TextLineDataset, TFRecordDataset
+from zps.data.dataset import Dataset, FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
+from zps.data.experimental import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY
 from zps.data.iterator import (
     Iterator,
+    NumpyIterator,
     get_output_classes,
     get_output_shapes,
     get_output_types,
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from zps.data.options import Options, ThreadingOptions
 
-__all__ = ["Dataset", "Iterator", "TFRecordDataset", "TextLineDataset", "get_output_classes",
-           "get_output_shapes", "get_output_types", "make_initializable_iterator",
-           "make_one_shot_iterator"]
+__all__ = ["AUTOTUNE", "Dataset", "FixedLengthRecordDataset", "INFINITE_CARDINALITY", "Iterator",
+           "NumpyIterator", "Options", "TFRecordDataset", "TextLineDataset", "ThreadingOptions",
+           "UNKNOWN_CARDINALITY", "get_output_classes", "get_output_shapes", "get_output_types",
+           "make_initializable_iterator", "make_one_shot_iterator"]

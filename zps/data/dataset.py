@@ -67,6 +67,7 @@ class Dataset:
         self._attrs = attrs
         self._waits = [w for p in self._parents for w in p._waits]
         self._elementwise = False   # a map that batches commute with (see _elementwise)
+        self._options = None        # set by with_options (kept in Python, not in the pipeline)
 
     def _derived(self, kind, name, tensors=(), element=None, types=None, shapes=None, classes=None,
                  fn=None, **attrs):
@@ -415,6 +416,37 @@ class Dataset:
             raise TypeError("`transformation_func` must return a Dataset, got %r" % (result,))
         return result
 
+    def with_options(self, options):
+        """The same elements, with ``options`` (a ``tf.data.Options``) merged over this
+        dataset's: see zps.data.options (they are kept, and change nothing in zps)."""
+        from zps.data.options import Options
+        if not isinstance(options, Options):
+            raise TypeError("with_options takes a tf.data.Options, got %r" % (options,))
+        ds = self._derived("options", "OptionsDataset")
+        ds._options = options
+        return ds
+
+    def options(self):
+        """The ``tf.data.Options`` of this dataset: those of its inputs, merged, then its own."""
+        from zps.data.options import Options
+        merged = Options()
+        for parent in self._parents:
+            merged = merged.merge(parent.options())
+        return merged if self._options is None else merged.merge(self._options)
+
+    def as_numpy_iterator(self):
+        """A Python iterator of the elements as numpy values (``tf.data.NumpyIterator``), read
+        in a session of its own: ``list(ds.as_numpy_iterator())``.
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.from_tensor_slices({"a": [1, 2], "b": [b"x", b"y"]})
+        ...     print([(int(e["a"]), e["b"]) for e in ds.as_numpy_iterator()])
+        [(1, b'x'), (2, b'y')]
+        """
+        from zps.data.iterator import NumpyIterator
+        return NumpyIterator(self)
+
     def _ignore_errors(self, log_warning=False):
         """The elements, skipping those whose making failed (tf.data.experimental.ignore_errors)."""
         return self._derived("ignore_errors", "IgnoreErrorsDataset", log_warning=bool(log_warning))
@@ -688,6 +720,35 @@ class TFRecordDataset(Dataset):
                          compression_type=_compression_type(compression_type))
 
 
+class FixedLengthRecordDataset(Dataset):
+    """The records of ``record_bytes`` bytes of binary files (CIFAR-10's, for instance), as
+    string scalars, after each file's ``header_bytes`` and before its ``footer_bytes``.
+
+    ``filenames``: a string or a list (or 1-D string tensor) of paths, read in order;
+    ``compression_type``: "", "GZIP" or "ZLIB" (the sizes count the uncompressed bytes). A
+    file whose body is not a whole number of records is an InvalidArgumentError (compressed:
+    a DataLossError after its last whole record), as in TF.
+
+    >>> import os, tempfile, zps as tf
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.bin")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"HDR" + b"aabbcc" + b"F")
+    >>> with tf.Graph().as_default():
+    ...     ds = tf.data.FixedLengthRecordDataset(path, 2, header_bytes=3, footer_bytes=1)
+    ...     print(list(ds.as_numpy_iterator()))
+    [b'aa', b'bb', b'cc']
+    """
+
+    def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None,
+                 buffer_size=None, compression_type=None, num_parallel_reads=None, name=None):
+        sizes = [_int64(v or 0, what) for v, what in ((record_bytes, "record_bytes"),
+                                                      (header_bytes, "header_bytes"),
+                                                      (footer_bytes, "footer_bytes"))]
+        super().__init__("fixed_length", "FixedLengthRecordDataset", [],
+                         [_filenames(filenames)] + sizes, None, [_dtypes.string],
+                         [TensorShape([])], compression_type=_compression_type(compression_type))
+
+
 def _filenames(filenames, what="filenames"):
     t = convert_to_tensor(filenames, dtype=_dtypes.string) if not isinstance(filenames, Tensor) \
         else filenames
@@ -697,4 +758,4 @@ def _filenames(filenames, what="filenames"):
     return t
 
 
-__all__ = ["Dataset", "TextLineDataset", "TFRecordDataset"]
+__all__ = ["Dataset", "FixedLengthRecordDataset", "TextLineDataset", "TFRecordDataset"]

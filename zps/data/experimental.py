@@ -13,7 +13,19 @@ Each function returns a transformation: a function from a Dataset to a Dataset, 
 [(10, [0, 2]), (11, [4, 6]), (12, [8])]
 """
 
+import math as _math
+
+import numpy as _np
+
+from zps.data.options import DistributeOptions, OptimizationOptions, ThreadingOptions
+from zps.framework import dtypes as _dtypes
+from zps.framework.constant import constant_value as _constant_value
+from zps.ops.array_ops import constant as _constant
 from zps.ops.dataset_ops import AUTOTUNE
+from zps.ops.sparse_ops import SparseTensor as _SparseTensor
+
+INFINITE_CARDINALITY = -1   # tf.data.INFINITE_CARDINALITY: a dataset that repeats forever
+UNKNOWN_CARDINALITY = -2    # tf.data.UNKNOWN_CARDINALITY: not known before it is read
 
 
 def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainder=False,
@@ -68,5 +80,79 @@ def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
     return lambda dataset: dataset.interleave(map_func, cycle_length, block_length)
 
 
-__all__ = ["AUTOTUNE", "enumerate_dataset", "ignore_errors", "map_and_batch", "parallel_interleave",
-           "shuffle_and_repeat", "unbatch"]
+def cardinality(dataset):
+    """The number of elements of ``dataset`` as an int64 scalar tensor: INFINITE_CARDINALITY
+    (-1) for one that repeats forever, UNKNOWN_CARDINALITY (-2) where it depends on the data
+    (a ``filter``, a file reader, a generator ...) or on a tensor whose value is not known when
+    the graph is built (zps counts statically, where TF counts when the op runs).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     ds = tf.data.Dataset.range(10).batch(3)
+    ...     counts = [ds, ds.repeat(), ds.filter(lambda x: True), ds.take(2).concatenate(ds)]
+    ...     print([int(n) for n in tf.Session().run(
+    ...         [tf.data.experimental.cardinality(d) for d in counts])])
+    [4, -1, -2, 6]
+    """
+    return _constant(_cardinality(dataset), dtype=_dtypes.int64, name="DatasetCardinality")
+
+
+def _known(tensor):
+    value = _constant_value(tensor)
+    return None if value is None else int(_np.asarray(value))
+
+
+def _cardinality(ds):
+    kind, parents = ds._kind, [_cardinality(p) for p in ds._parents]
+    if kind in ("map", "prefetch", "cache", "shuffle", "options"):
+        return parents[0]
+    if kind == "tensors":
+        return 1
+    if kind == "slices":
+        shape = ds._tensors[0].get_shape() if ds._classes[0] is not _SparseTensor else None
+        size = None if shape is None or shape.ndims is None else shape.as_list()[0]
+        return UNKNOWN_CARDINALITY if size is None else size
+    if kind == "range":
+        args = [_known(t) for t in ds._tensors]
+        if None in args:
+            return UNKNOWN_CARDINALITY
+        return len(range(*args)) if args[2] else UNKNOWN_CARDINALITY
+    if kind == "zip":
+        finite = [n for n in parents if n != INFINITE_CARDINALITY]
+        if UNKNOWN_CARDINALITY in parents:
+            return UNKNOWN_CARDINALITY
+        return min(finite) if finite else INFINITE_CARDINALITY
+    if kind == "concatenate":
+        if UNKNOWN_CARDINALITY in parents:
+            return UNKNOWN_CARDINALITY
+        return INFINITE_CARDINALITY if INFINITE_CARDINALITY in parents else sum(parents)
+    n = parents[0] if parents else UNKNOWN_CARDINALITY
+    count = _known(ds._tensors[-1]) if kind in ("repeat", "take", "skip") else None
+    if kind in ("batch", "padded_batch"):
+        size = _known(ds._tensors[0])
+        if n == INFINITE_CARDINALITY or n == UNKNOWN_CARDINALITY or not size:
+            return n if size else UNKNOWN_CARDINALITY
+        return n // size if ds._attrs["drop_remainder"] else _math.ceil(n / size)
+    if count is None:
+        return UNKNOWN_CARDINALITY   # filter, flat_map, readers ... (or a count fed later)
+    if kind == "repeat":
+        if n == 0 or count == 0:
+            return 0
+        if count < 0 or n == INFINITE_CARDINALITY:
+            return INFINITE_CARDINALITY
+        return UNKNOWN_CARDINALITY if n == UNKNOWN_CARDINALITY else n * count
+    if kind == "take":
+        if count < 0:
+            return n
+        return count if n in (INFINITE_CARDINALITY,) else (
+            UNKNOWN_CARDINALITY if n == UNKNOWN_CARDINALITY else min(n, count))
+    # skip
+    if count < 0:
+        return 0
+    return n if n < 0 else max(0, n - count)
+
+
+__all__ = ["AUTOTUNE", "DistributeOptions", "INFINITE_CARDINALITY", "OptimizationOptions",
+           "ThreadingOptions", "UNKNOWN_CARDINALITY", "cardinality", "enumerate_dataset",
+           "ignore_errors", "map_and_batch", "parallel_interleave", "shuffle_and_repeat",
+           "unbatch"]

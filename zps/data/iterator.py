@@ -22,6 +22,7 @@ End of sequence
 
 from zps.data import structure as nest
 from zps.framework import dtypes as _dtypes
+from zps.framework import errors
 from zps.framework.graph import Tensor, convert_to_tensor, get_default_graph
 from zps.framework.tensor_shape import as_shape, unknown_shape
 from zps.ops import dataset_ops  # noqa: F401 - registers the iterator ops
@@ -177,6 +178,41 @@ class Iterator:
         return self._output_classes
 
 
+class NumpyIterator:
+    """The elements of a dataset as numpy values (SparseTensorValues for sparse components), read
+    by a one-shot iterator in a Session of its own on the dataset's graph, closed at the end:
+    ``Dataset.as_numpy_iterator()`` (TF's, which TF1 graphs lack)."""
+
+    def __init__(self, dataset):
+        from zps.client.session import Session  # the client sits above tf.data
+        tensors = dataset._plan()[1]
+        graph = tensors[0].graph if tensors else get_default_graph()
+        with graph.as_default(), graph.name_scope("numpy_iterator"):
+            self._next = Iterator._one_shot(dataset).get_next()
+        self._session = Session(graph=graph)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._session is None:
+            raise StopIteration
+        try:
+            return self._session.run(self._next)
+        except errors.OutOfRangeError:
+            self.close()
+            raise StopIteration from None
+
+    def close(self):
+        """Close the iterator's session (done at the end of the elements)."""
+        if getattr(self, "_session", None) is not None:
+            self._session.close()
+            self._session = None
+
+    def __del__(self):
+        self.close()
+
+
 def _structure(output_types, output_shapes, output_classes=None):
     """(types, shapes, classes) as nested structures of DTypes, TensorShapes (unknown if None)
     and component classes (Tensor if None)."""
@@ -245,5 +281,5 @@ def get_output_classes(dataset_or_iterator):
     return dataset_or_iterator.output_classes
 
 
-__all__ = ["Iterator", "get_output_classes", "get_output_shapes", "get_output_types",
+__all__ = ["Iterator", "NumpyIterator", "get_output_classes", "get_output_shapes", "get_output_types",
            "make_initializable_iterator", "make_one_shot_iterator"]

@@ -116,6 +116,7 @@ class _Step:
         self._plan = plan
         self.id = step_id
         self.failure = None
+        self.thread = threading.get_ident()   # the thread running it (cancel_running's threads)
         self._lock = threading.Lock()
 
     def fail(self, exc, tp):
@@ -189,10 +190,12 @@ class StepPlan:
             if caller is not None:
                 caller.leave()
 
-    def cancel_running(self, error):
-        """Cancel the steps in flight (e.g. the session is closing): they fail with ``error``."""
+    def cancel_running(self, error, threads=None):
+        """Cancel the steps in flight (e.g. the session is closing), or only those run by the
+        threads (idents) of ``threads``: they fail with ``error``."""
         for step in list(self._running):
-            step.fail(error, None)
+            if threads is None or step.thread in threads:
+                step.fail(error, None)
 
     def _run(self, step, feed_values, trace, caller):
         # ``trace``: None, or a list for (device, records) of every partition (see ``run``).
@@ -382,6 +385,11 @@ class MasterSession:
     def list_devices(self):
         return [str(t) + "/device:CPU:0" for t in self._server.cluster_tasks()
                 if t == self._server.task or task_matches_filters(t, self._filters)]
+
+    def cancel_threads(self, threads, error):
+        """Cancel the steps that the threads (idents) of ``threads`` are running."""
+        for plan in list(self._plans.values()):
+            plan.cancel_running(error, threads)
 
     def close(self):
         closed = errors.CancelledError(None, None, "Session closed while the step was running")

@@ -12,6 +12,7 @@ zps.transport.security); without them a step fails with UnauthenticatedError at 
 """
 
 import random
+import threading
 import time
 
 from zps.distributed.master import to_op_error, trace_records
@@ -51,6 +52,7 @@ class RemoteMasterRunner:
         self._session_id = "%016x" % random.getrandbits(64)   # groups this session's plans
         self._transport = endpoint.default_transport()
         self._plans = PlanCache(graph, self._register)
+        self._in_flight = {}   # thread ident -> the plan handle of the step it runs
 
     def run(self, feeds, feed_values, fetches, targets, options=None, run_metadata=None):
         handle = self._plans.get(feeds, fetches, targets)
@@ -59,11 +61,15 @@ class RemoteMasterRunner:
         if traced:
             body["trace"] = True   # the master traces every partition and returns the records
         t0 = time.time()
+        thread = threading.get_ident()
+        self._in_flight[thread] = handle
         try:
             reply = self._request("RunStep", body, feed_values)
         except errors.AbortedError:
             self._plans.discard(feeds, fetches, targets)   # master restarted: register on retry
             raise
+        finally:
+            self._in_flight.pop(thread, None)
         if traced:
             stats = reply.body.get("step_stats") if isinstance(reply.body, dict) else None
             for entry in stats if isinstance(stats, list) else ():
@@ -98,6 +104,15 @@ class RemoteMasterRunner:
 
     def list_devices(self):
         return []
+
+    def cancel_threads(self, threads, error):
+        """Cancel on the master the steps of the plans that the threads (idents) ``threads``
+        run (other threads' steps of the same plans too: the master knows plans, not threads).
+        ``error``: unused (the master cancels with CancelledError)."""
+        del error
+        handles = list({h for t, h in list(self._in_flight.items()) if t in threads})
+        if handles:
+            self._transport.send_oneway(self._address, "CancelSteps", {"handles": handles})
 
     def close(self):
         """Forget the plans and cancel their steps still running on the master (a thread blocked

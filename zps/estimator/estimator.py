@@ -43,7 +43,7 @@ from zps.framework.graph import Graph, GraphKeys
 from zps.ops import control_flow_ops, metrics_impl, random_ops, state_ops, summary_ops, variables
 from zps.summary import FileWriterCache
 from zps.train import basic_session_run_hooks as hooks_lib
-from zps.train import checkpoint_management, training_util
+from zps.train import checkpoint_management, training_util, warm_starting_util
 from zps.train.device_setter import STANDARD_PS_OPS, replica_device_setter
 from zps.train.monitored_session import (
     ChiefSessionCreator,
@@ -81,18 +81,12 @@ class WarmStartSettings:
         self.var_name_to_prev_var_name = dict(var_name_to_prev_var_name or {})
 
     def warm_start(self, graph):
-        """Make the initializers of the selected variables of ``graph`` read the checkpoint."""
-        if isinstance(self.vars_to_warm_start, str):
-            chosen = graph.get_collection(GraphKeys.TRAINABLE_VARIABLES, self.vars_to_warm_start)
-        else:
-            chosen = [v for scope in self.vars_to_warm_start
-                      for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES, scope)]
-        names = {v.op.name: v for v in chosen}
-        assignment = {self.var_name_to_prev_var_name.get(name, name): var
-                      for name, var in sorted(names.items())}
-        _logger.info("Warm-starting %d variables from %s.", len(assignment),
-                     self.ckpt_to_initialize_from)
-        checkpoint_management.init_from_checkpoint(self.ckpt_to_initialize_from, assignment)
+        """Make the initializers of the selected variables of ``graph`` read the checkpoint
+        (``tf.train.warm_start``)."""
+        with graph.as_default():
+            warm_starting_util.warm_start(
+                self.ckpt_to_initialize_from, self.vars_to_warm_start,
+                var_name_to_prev_var_name=self.var_name_to_prev_var_name)
 
 
 class Estimator:
@@ -472,10 +466,7 @@ def _batch_length(values):
 
 
 def _write_dict_to_summary(output_dir, results, global_step):
-    """Write the scalar results as a TensorBoard event file, when the writer is installed."""
-    import importlib.util
-    if importlib.util.find_spec("tensorboardX") is None:
-        return
+    """Write the scalar results as a TensorBoard event file."""
     from zps.ops.summary_proto import Summary
     summary = Summary(value=[Summary.Value(tag=key, simple_value=float(np.asarray(value)))
                              for key, value in sorted(results.items())

@@ -365,8 +365,10 @@ def _reshape_shape(op):
         return TensorShape(dims)
     rest = int(np.prod([d for d in dims if d is not None and d != -1]))
     unknown_target = [d for d in target if not _is_int(d)]
-    if not unknown_target and known is not None:
-        if rest == 0 or known % rest:
+    if 0 in dims:
+        dims[dims.index(-1)] = None  # inferred at run time from x's non-zero dimensions
+    elif not unknown_target and known is not None:
+        if known % rest:
             raise ValueError("Cannot reshape a tensor with %d elements to shape %s %s"
                              % (known, dims, where))
         dims[dims.index(-1)] = known // rest
@@ -388,6 +390,12 @@ def _shape_str(entries):
 
 
 def _reshape_kernel(ctx, x, shape):
+    if 0 in shape and -1 in shape:
+        # TF1 infers the -1 of a shape with a 0 from x's non-zero dimensions ([0, -1] of a
+        # [0, 3] tensor is [0, 3]), where numpy refuses.
+        shape = [int(d) for d in shape]
+        shape[shape.index(-1)] = (int(np.prod([d for d in x.shape if d > 0]))
+                                  // int(np.prod([d for d in shape if d > 0])))
     try:
         return x.reshape(shape)
     except ValueError:
@@ -410,7 +418,14 @@ def reshape(tensor, shape, name=None):  # noqa: F811 - `shape` shadows the op wr
 
 
 # -- Fill, zeros, ones, ZerosLike, OnesLike ------------------------------------------------------
-register_op("Fill", dtype=lambda op: op.inputs[1].dtype, shape=lambda op: shape_from_value(op.inputs[0]),
+def _fill_shape(op):
+    dims = partial_value(op.inputs[0])
+    if dims is not None and any(_is_int(d) and d < 0 for d in dims.reshape(-1)):
+        raise ValueError("Fill dimensions must be >= 0, got %s (op '%s')" % (dims.tolist(), op.name))
+    return shape_from_value(op.inputs[0])
+
+
+register_op("Fill", dtype=lambda op: op.inputs[1].dtype, shape=_fill_shape,
             kernel=lambda ctx, dims, value: ctx.xp.full(tuple(dims), value, dtype=value.dtype),
             grad=lambda op, g: [None, _reduce_sum_all(g)])
 
@@ -422,8 +437,10 @@ def fill(dims, value, name=None):
 
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
-    """A tensor of zeros of ``shape`` (a list or tuple, a TensorShape, or a 1-D int tensor)."""
-    return _filled(shape, 0, dtype, name or "zeros")
+    """A tensor of zeros of ``shape`` (a list or tuple, a TensorShape, or a 1-D int tensor);
+    of a string dtype, empty strings (as TF1's)."""
+    zero = b"" if _dtypes.as_dtype(dtype).base_dtype == _dtypes.string else 0
+    return _filled(shape, zero, dtype, name or "zeros")
 
 
 def ones(shape, dtype=_dtypes.float32, name=None):
@@ -443,7 +460,13 @@ def _filled(shape, value, dtype, name):
     return fill(shape, constant(value, dtype=dtype), name=name)
 
 
-register_op("ZerosLike", shape=same_shape, kernel=lambda ctx, x: ctx.xp.zeros_like(x), grad=None)
+def _zeros_like_kernel(ctx, x):
+    if x.dtype == object:  # strings: TF1's zero is the empty string
+        return np.full(x.shape, b"", dtype=object)
+    return ctx.xp.zeros_like(x)
+
+
+register_op("ZerosLike", shape=same_shape, kernel=_zeros_like_kernel, grad=None)
 register_op("OnesLike", shape=same_shape, kernel=lambda ctx, x: ctx.xp.ones_like(x), grad=None)
 
 
@@ -496,7 +519,19 @@ def sum_to_shape_of(grad, x):
     return make_op("SumToShape", [grad, shape(x)], name="SumToShape")
 
 
-register_op("BroadcastTo", shape=lambda op: shape_from_value(op.inputs[1]),
+def _broadcast_to_shape(op):
+    target, s = shape_from_value(op.inputs[1]), op.inputs[0].get_shape()
+    if target.ndims is None or s.ndims is None:
+        return target
+    dims = target.as_list()
+    if s.ndims > len(dims) or any(d is not None and t is not None and d not in (1, t)
+                                  for d, t in zip(s.as_list()[::-1], dims[::-1])):
+        raise ValueError("Cannot broadcast a tensor of shape %s to shape %s (op '%s'): each "
+                         "dimension must be 1 or the target's" % (s, target, op.name))
+    return target
+
+
+register_op("BroadcastTo", shape=_broadcast_to_shape,
             kernel=lambda ctx, x, s: ctx.xp.broadcast_to(x, tuple(int(d) for d in s)),
             grad=lambda op, g: [make_op("SumToShape", [g, shape(op.inputs[0])]), None])
 
@@ -541,7 +576,12 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
     reversed). ``tf.transpose(x, [1, 0])`` of a [2, 3] matrix is [3, 2]."""
     perm = const_axis(perm, "transpose's perm")
     perm = None if perm is None else tuple(int(p) for p in np.asarray(perm).reshape(-1))
-    return make_op("Transpose", [convert_to_tensor(a)], name=name or "transpose", perm=perm)
+    a = convert_to_tensor(a)
+    ndims = a.get_shape().ndims
+    if perm is not None and ndims is not None and all(-ndims <= p < 0 or 0 <= p < ndims
+                                                      for p in perm):
+        perm = tuple(p % ndims for p in perm)  # negative entries count from the end, as TF's
+    return make_op("Transpose", [a], name=name or "transpose", perm=perm)
 
 
 # -- ExpandDims, Squeeze -------------------------------------------------------------------------
@@ -810,7 +850,9 @@ def _slice_kernel(ctx, x, begin, size):
 def _slice_grad(op, g):
     x, begin = op.inputs[0], op.inputs[1]
     after = shape(x, out_type=begin.dtype) - begin - shape(g, out_type=begin.dtype)
-    return [pad(g, stack([begin, after], axis=1)), None, None]
+    dx = pad(g, stack([begin, after], axis=1))
+    dx.set_shape(x.get_shape())  # the paddings are computed: say what is known statically
+    return [dx, None, None]
 
 
 register_op("Slice", shape=_slice_shape, kernel=_slice_kernel, grad=_slice_grad)
@@ -1038,6 +1080,16 @@ def reverse(tensor, axis, name=None):
 reverse_v2 = reverse
 
 
+def _same_dtype_list(values, op_type):
+    """``values`` (tensors), or TF1's TypeError when their dtypes differ."""
+    dtypes = [t.dtype.base_dtype for t in values]
+    if len(set(dtypes)) > 1:
+        raise TypeError("Tensors in list passed to 'values' of '%s' Op have types [%s] that don't "
+                        "all match; cast them to one dtype with tf.cast"
+                        % (op_type, ", ".join(d.name for d in dtypes)))
+    return values
+
+
 # -- ConcatV2, SplitBySizes ----------------------------------------------------------------------
 def _concat_shape(op):
     axis = int(op._attrs["axis"])
@@ -1046,6 +1098,8 @@ def _concat_shape(op):
     if not known:
         return unknown_shape()
     rank = known[0].ndims
+    if rank == 0:
+        raise ValueError("Can't concatenate scalars (use tf.stack instead) (op '%s')" % op.name)
     a = _axis_of(axis, rank, op)
     out = [None] * rank
     total = 0
@@ -1100,7 +1154,10 @@ register_op("SplitBySizes", dtype=lambda op: [op.inputs[0].dtype] * (len(op.inpu
 
 def concat(values, axis, name="concat"):
     """Join tensors along ``axis``: ``tf.concat([a, b], 0)``."""
-    values = to_tensors(*values)
+    values = _same_dtype_list(to_tensors(*values), "ConcatV2")
+    if not values:
+        raise ValueError("concat needs at least one value (TF1: List argument 'values' to "
+                         "'ConcatV2' Op with length 0 shorter than minimum length 2)")
     if len(values) == 1:
         return identity(values[0], name=name)
     return make_op("ConcatV2", values, name=name, axis=int(const_axis(axis, "concat's axis")))
@@ -1239,7 +1296,7 @@ _register_partial("Pack", _pack_partial)
 
 def stack(values, axis=0, name="stack"):
     """The rank-(R+1) tensor of the rank-R ``values`` stacked along a new ``axis``."""
-    values = to_tensors(*values)
+    values = _same_dtype_list(to_tensors(*values), "Pack")
     if not values:
         raise ValueError("stack needs at least one value")
     return make_op("Pack", values, name=name or "stack", axis=int(const_axis(axis, "stack's axis")))
@@ -1869,17 +1926,33 @@ def _gather_cost(params, indices):
 
 register_op("Gather", shape=_gather_shape, kernel=_gather_kernel, grad=_gather_grad,
             inline_cost=_gather_cost)
-register_op("ShapeSuffix", shape=lambda op: unknown_shape(1),
+register_op("ShapeSuffix", shape=lambda op: TensorShape([_suffix_len(op)]),
             kernel=lambda ctx, s, begin: s[begin:], grad=None)
+# Its known entries keep the gradient's static shape (reshape infers the -1 row count).
+_register_partial("ShapeSuffix", lambda op: _suffix(partial_value(op.inputs[0]), op._attrs["begin"]))
 
 
-def gather(params, indices, validate_indices=None, name=None, axis=0):
+def _suffix(value, begin):
+    return None if value is None else value[begin:]
+
+
+def _suffix_len(op):
+    n = op.inputs[0].get_shape()
+    return None if n.ndims != 1 or n[0].value is None else max(n[0].value - op._attrs["begin"], 0)
+
+
+def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
     """Slices ``params[indices]`` along ``axis``; along axis 0 its gradient is an IndexedSlices
-    (other axes transpose around an axis-0 gather and need known ranks)."""
+    (other axes transpose around an axis-0 gather and need known ranks). With ``batch_dims`` = b,
+    the first b dimensions of both are batch dimensions: ``out[i] = gather(params[i],
+    indices[i], axis - b)`` for each batch position i (``axis`` defaults to b)."""
     p = convert_to_tensor(params)
     i = convert_to_tensor(indices)
     if not i.dtype.is_integer:
         raise TypeError("gather indices must be int32 or int64, got %s (%s)" % (i.dtype.name, i.name))
+    batch_dims = int(const_axis(batch_dims, "gather's batch_dims"))
+    if batch_dims != 0:
+        return _batch_gather(p, i, axis, batch_dims, name)
     axis = const_axis(0 if axis is None else axis, "gather's axis")
     if axis == 0:
         return make_op("Gather", [p, i], name=name or "Gather")
@@ -1894,6 +1967,50 @@ def gather(params, indices, validate_indices=None, name=None, axis=0):
     back = ([ri + k for k in builtins.range(axis)] + list(builtins.range(ri))
             + [ri + k for k in builtins.range(axis, rp - 1)])
     return transpose(rows, back, name=name or "GatherV2")
+
+
+def _batch_gather(p, i, axis, batch_dims, name):
+    """gather with ``batch_dims``: a ``gather_nd`` of each index with its batch position (whose
+    bounds checks and gradient it reuses), around a transpose that brings ``axis`` next to the
+    batch dimensions."""
+    rp, ri = p.get_shape().ndims, i.get_shape().ndims
+    if rp is None or ri is None:
+        raise ValueError("gather with batch_dims needs params and indices of known rank, got "
+                         "shapes %s and %s" % (p.get_shape(), i.get_shape()))
+    bd = batch_dims + ri if batch_dims < 0 else batch_dims
+    axis = normalize_axis(bd if axis is None else const_axis(axis, "gather's axis"), rp,
+                          "gather of %s" % p.name)[0]
+    if not 0 <= bd <= ri or bd >= rp:
+        raise ValueError("batch_dims must be in [-%d, %d] and less than rank(params) = %d, got %d"
+                         % (ri, ri, rp, batch_dims))
+    if bd > axis:
+        raise ValueError("batch_dims (%d) must be less than or equal to axis (%d)" % (bd, axis))
+    if not p.get_shape()[:bd].is_compatible_with(i.get_shape()[:bd]):
+        raise ValueError("params.shape[:batch_dims] must equal indices.shape[:batch_dims], got "
+                         "%s and %s" % (p.get_shape(), i.get_shape()))
+    with p.graph.name_scope(name or "GatherV2"):
+        if axis != bd:
+            p = transpose(p, list(builtins.range(bd)) + [axis]
+                          + [d for d in builtins.range(bd, rp) if d != axis])
+        out = gather_nd(p, expand_dims(i, -1), batch_dims=bd)
+        if axis == bd:
+            return out
+        # out is [batch, index dims, dims bd..axis-1, dims after axis]; the index dims go back
+        # to where `axis` was.
+        pre = axis - bd
+        return transpose(out, list(builtins.range(bd)) + [ri + k for k in builtins.range(pre)]
+                         + list(builtins.range(bd, ri))
+                         + list(builtins.range(ri + pre, ri + rp - bd - 1)))
+
+
+def _batch_coordinates(indices, batch_dims):
+    """``[*indices.shape[:-1], batch_dims]``: the batch position of each index tuple."""
+    lead = indices.get_shape().ndims - 1
+    dims = shape(indices, out_type=indices.dtype)[:-1]
+    grids = [broadcast_to(reshape(range(dims[j], dtype=indices.dtype),
+                                  [1] * j + [-1] + [1] * (lead - j - 1)), dims)
+             for j in builtins.range(batch_dims)]
+    return stack(grids, axis=-1)
 
 
 def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
@@ -1967,14 +2084,34 @@ register_op("GatherNd", dtype=lambda op: op.inputs[0].dtype, shape=_gather_nd_sh
                                            shape(op.inputs[0], out_type=op.inputs[1].dtype)), None])
 
 
-def gather_nd(params, indices, name=None):
+def gather_nd(params, indices, name=None, batch_dims=0):
     """Slices of ``params`` at the index tuples along the last dimension of ``indices``: the
     output has shape ``indices.shape[:-1] + params.shape[indices.shape[-1]:]``:
-    ``tf.gather_nd([[1, 2], [3, 4]], [[1, 0], [0, 1]])`` is ``[3, 2]``."""
+    ``tf.gather_nd([[1, 2], [3, 4]], [[1, 0], [0, 1]])`` is ``[3, 2]``. With ``batch_dims`` = b,
+    the first b dimensions of both are batch dimensions, the tuples index ``params[i]`` for each
+    batch position i."""
     p, i = convert_to_tensor(params), convert_to_tensor(indices)
     if not i.dtype.is_integer:
         raise TypeError("gather_nd indices must be int32 or int64, got %s (%s)" % (i.dtype.name, i.name))
-    return make_op("GatherNd", [p, i], name=name or "GatherNd")
+    batch_dims = int(const_axis(batch_dims, "gather_nd's batch_dims"))
+    if batch_dims == 0:
+        return make_op("GatherNd", [p, i], name=name or "GatherNd")
+    ri = i.get_shape().ndims
+    if ri is None or not 0 < batch_dims < ri:
+        raise ValueError("gather_nd with batch_dims %d needs indices of known rank greater than "
+                         "it, got shape %s" % (batch_dims, i.get_shape()))
+    if not p.get_shape()[:batch_dims].is_compatible_with(i.get_shape()[:batch_dims]):
+        raise ValueError("params.shape[:batch_dims] must equal indices.shape[:batch_dims], got "
+                         "%s and %s" % (p.get_shape(), i.get_shape()))
+    with p.graph.name_scope(name or "GatherNd") as scope:
+        # Each tuple prefixed with its batch position: a plain gather_nd (bounds checked).
+        full = concat([_batch_coordinates(i, batch_dims), i], -1)
+        out = make_op("GatherNd", [p, full], name=scope)
+        out.set_shape(i.get_shape()[:-1].concatenate(
+            p.get_shape()[batch_dims + i.get_shape()[-1].value:]
+            if i.get_shape()[-1].value is not None and p.get_shape().ndims is not None
+            else unknown_shape()))
+        return out
 
 
 def _scatter_nd_shape(op):

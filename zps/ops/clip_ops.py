@@ -89,8 +89,8 @@ def global_norm(t_list, name=None):
         with v.graph.colocate_with(v.op):
             # TF1 sums l2_loss(v) = sum(v**2) / 2 per tensor and doubles the total.
             half_squared_norms.append(math_ops.reduce_sum(math_ops.square(v)) * 0.5)
-    if not half_squared_norms:
-        raise ValueError("global_norm needs at least one tensor that is not None in t_list")
+    if not half_squared_norms:   # every gradient None (no trainable variable reaches the loss)
+        return array_ops.constant(0.0, name=name or "global_norm")
     half_squared_norm = math_ops.add_n(half_squared_norms)
     return math_ops.sqrt(half_squared_norm * 2.0, name=name or "global_norm")
 
@@ -123,7 +123,19 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     return clipped, use_norm
 
 
+def clip_by_average_norm(t, clip_norm, name=None):
+    """``t`` scaled so that its L2 norm divided by its number of elements is at most
+    ``clip_norm`` (TF1's deprecated clip_by_average_norm)."""
+    t = convert_to_tensor(t, name="t")
+    l2norm_inv = math_ops.rsqrt(math_ops.reduce_sum(t * t))
+    n_element = math_ops.cast(array_ops.size(t), t.dtype)
+    clip_norm = math_ops.cast(clip_norm, t.dtype)
+    scale = math_ops.minimum(l2norm_inv * n_element, 1.0 / clip_norm)
+    return array_ops.identity(t * clip_norm * scale, name=name or "clip_by_average_norm")
+
+
 __all__ = [
+    "clip_by_average_norm",
     "clip_by_value",
     "clip_by_norm",
     "global_norm",

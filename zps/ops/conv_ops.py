@@ -979,6 +979,16 @@ def _window_counts(xp, win, dtype):
     return xp.asarray(counts[..., None], dtype=dtype)
 
 
+def _float_value(value, op_type):
+    """``value`` as a tensor, or TF1's TypeError when it is not float (a mean needs a fraction)."""
+    t = convert_to_tensor(value)
+    if not t.dtype.is_floating:
+        raise TypeError("Value passed to parameter 'value' of %s has DataType %s not in list of "
+                        "allowed values: float16, float32, float64 (%s); cast it with tf.cast"
+                        % (op_type, t.dtype.name, t.name))
+    return t
+
+
 def _avg_pool_kernel(ctx, x, **attrs):
     xp, df = ctx.xp, attrs["data_format"]
     x = _to_nhwc(x, df)
@@ -1031,13 +1041,14 @@ def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, inpu
     """
     value = _one_of(value, input, "value", "input", "avg_pool")
     attrs = _pool_attrs(ksize, strides, padding, data_format, "AvgPool")
-    return make_op("AvgPool", to_tensors(value), name=name or "AvgPool", **attrs)
+    return make_op("AvgPool", [_float_value(value, "AvgPool")], name=name or "AvgPool", **attrs)
 
 
 def avg_pool3d(input, ksize, strides, padding, data_format="NDHWC", name=None):  # noqa: A002
     """The mean of each ``ksize`` window of a 5-D ``input`` (of its real pixels with "SAME")."""
     attrs = _pool_attrs(ksize, strides, padding, data_format, "AvgPool3D", nd=3)
-    return make_op("AvgPool3D", to_tensors(input), name=name or "AvgPool3D", **attrs)
+    return make_op("AvgPool3D", [_float_value(input, "AvgPool3D")], name=name or "AvgPool3D",
+                   **attrs)
 
 
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
@@ -1214,7 +1225,52 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides
     return fn(input, window_shape, strides, padding, data_format=df, name=name)
 
 
+def convolution(input, filter=None, padding=None, strides=None, dilation_rate=None,  # noqa: A002
+                name=None, data_format=None, filters=None, dilations=None):
+    """N-D convolution, N = rank(filter) - 2 (1 to 3): conv1d, conv2d or conv3d, with
+    ``strides`` and ``dilation_rate`` given per spatial dimension (default 1; TF1 allows no
+    stride above 1 together with a rate above 1) and a channels-first ``data_format`` ("NC...").
+
+    >>> import zps as tf
+    >>> x = tf.placeholder(tf.float32, [None, 9, 9, 2])
+    >>> y = tf.nn.convolution(x, tf.zeros([3, 3, 2, 4]), "VALID", dilation_rate=[2, 2])
+    >>> y.get_shape().as_list()
+    [None, 5, 5, 4]
+    """
+    w = convert_to_tensor(_one_of(filter, filters, "filter", "filters", "convolution"))
+    x = convert_to_tensor(input)
+    rank = w.get_shape().ndims if w.get_shape().ndims is not None else x.get_shape().ndims
+    if rank is None or not 3 <= rank <= 5:
+        raise ValueError("convolution: the filter must have rank 3 to 5 (1 to 3 spatial "
+                         "dimensions, then in and out channels), got shape %s" % w.get_shape())
+    nd = rank - 2
+    strides = _per_spatial(strides, nd, "strides")
+    rate = _per_spatial(dilation_rate if dilation_rate is not None else dilations, nd,
+                        "dilation_rate")
+    if max(strides) > 1 and max(rate) > 1:
+        raise ValueError("convolution: strides > 1 not supported in conjunction with "
+                         "dilation_rate > 1 (strides %s, dilation_rate %s)" % (strides, rate))
+    first = data_format is not None and data_format.startswith("NC")
+    name = name or "convolution"
+    if nd == 1:
+        return conv1d(x, w, strides[0], padding, data_format="NCW" if first else "NWC",
+                      dilations=rate[0], name=name)
+    strides, rate = ([1, 1] + v if first else [1] + v + [1] for v in (strides, rate))
+    return (conv2d if nd == 2 else conv3d)(x, w, strides, padding, name=name,
+                                           data_format=_DATA_FORMATS[nd][int(first)],
+                                           dilations=rate)
+
+
+def _per_spatial(values, nd, what):
+    values = [1] * nd if values is None else [int(v) for v in np.asarray(values).reshape(-1)]
+    if len(values) != nd:
+        raise ValueError("convolution: %s must have %d entries (one per spatial dimension), got "
+                         "%s" % (what, nd, values))
+    return values
+
+
 __all__ = [
+    "convolution",
     "conv1d",
     "conv2d",
     "conv3d",

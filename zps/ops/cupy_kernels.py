@@ -18,8 +18,11 @@ different on a GPU, in the manner of TF1's kernel registrations:
   check costs no device sync, then copied to the device by the kernel).
 - GPU kernels for ops whose generic kernel uses numpy-only APIs: ``ctx.xp.add.at`` in generic
   kernels is cupy's own ``add.at`` (cupy >= 13) or, on older cupy, ``cupyx.scatter_add`` (see
-  ``_ArrayModule``); random ops draw on the host from the op's generator (the same
-  sequence as on the CPU) and copy the result to the device.
+  ``_ArrayModule``).
+- ``ON_HOST``: ops whose kernels are numpy code (random draws, special functions, image ops,
+  sparse ops ...). On a GPU their host kernel runs on host copies of the inputs and the outputs
+  are copied to the device; random ops draw from the op's generator, the same sequence as on the
+  CPU.
 
 Copies between the host and GPUs are steps the executor inserts at backend boundaries only
 (``zps.runtime.executor._GpuPlan``); a plan that names no GPU never imports this module.
@@ -98,6 +101,13 @@ HOST_INPUTS = {
     "SparseSoftmaxCrossEntropyWithLogits": (1,), "HistogramFixedWidth": (2,),
     "TopKV2": (1,), "InTopKV2": (2,),
     "ResizeBilinear": (1,), "ResizeNearestNeighbor": (1,), "ResizeNearestNeighborGrad": (1,),
+    "Roll": (1, 2), "SpaceToBatchND": (1, 2), "BatchToSpaceND": (1, 2),
+    # of ops run on the host (_on_host): their shape inputs need no trip to the device and back
+    "ResizeBicubic": (1,), "ResizeArea": (1,), "CropAndResize": (3,),
+    "CropAndResizeGradImage": (3,), "RandomGamma": (0,), "RandomPoissonV2": (0,),
+    "StatelessRandomUniform": (0, 1), "StatelessRandomNormal": (0, 1),
+    "StatelessTruncatedNormal": (0, 1), "StatelessRandomUniformInt": (0, 1, 2, 3),
+    "StatelessRandomUniformFullInt": (0, 1), "StatelessMultinomial": (1, 2),
 }
 
 _STRINGS = (_dtypes.string,)
@@ -368,18 +378,48 @@ class _HostView:
         return getattr(self._ctx, name)
 
 
-for _t in ("RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal",
-           "Multinomial", "RandomShuffle",
-           # Sparse segment reductions (zps.ops.sparse_ops) use ufunc.at: host until they get
-           # scatter-add kernels of their own.
-           "SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN", "SparseToDense",
-           # The other sparse ops sort, match and offset indices into outputs of data-dependent
-           # sizes: host kernels, as most of TF1's are.
-           "SparseTensorDenseMatMul", "SparseReduceSum", "SparseReduceMax",
-           "SparseReduceSumSparse", "SparseReduceMaxSparse", "SparseAdd", "SparseAddGrad",
-           "SparseTensorDenseAdd", "SparseSparseMaximum", "SparseSparseMinimum", "SparseConcat",
-           "SparseReshape", "SparseReorder", "SparseFillEmptyRows", "SparseSlice", "SparseSliceGrad",
-           "SparseSplit", "SparseSoftmax"):
+# Ops whose kernels are numpy code: on a GPU they run on the host (``_on_host``), as TF places
+# an op without a GPU kernel on the CPU; TF1 has GPU kernels for many of them, zps not yet.
+# (Names only: an op not registered when this module is imported is skipped; see
+# tests/ops/test_gpu_ops.py, which checks that every name here is registered.)
+ON_HOST = (
+    # random draws: from the op's host generator, the same sequence as on the CPU
+    "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal",
+    "Multinomial", "RandomShuffle", "RandomGamma", "RandomPoissonV2",
+    "StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
+    "StatelessRandomUniformInt", "StatelessRandomUniformFullInt", "StatelessMultinomial",
+    # special functions (zps.ops.special_math_ops): float64 series and continued fractions
+    # (cupyx.scipy.special has most of them, but the stand-in cupy only erf and erfc, so cupy
+    # kernels for them could not be checked in CI)
+    "Lgamma", "Digamma", "Polygamma", "Zeta", "Igamma", "Igammac", "IgammaGradA",
+    "IgammacGradA", "Betainc", "Erfinv", "Ndtri", "BesselI0", "BesselI0e", "BesselI1",
+    "BesselI1e",
+    # ufuncs cupy lacks: logaddexp.accumulate, multiply.at, maximum.at, minimum.at
+    "CumulativeLogsumexp", "SegmentProd", "UnsortedSegmentProd", "TensorScatterMax",
+    "TensorScatterMin",
+    # indices, searches and bit views (zps.ops.array_ops_more, nn_more)
+    "RepeatIndices", "CheckSortedSparseIndices", "LowerBound", "UpperBound", "UnravelIndex",
+    "BroadcastArgs", "HistogramFixedWidthBins", "Bitcast", "CollapseRepeated",
+    "MaxPoolWithArgmax", "MaxPoolGradWithArgmax",
+    # image ops (zps.ops.image_color_ops, image_resize_ops, image_box_ops)
+    "RGBToHSV", "RGBToHSVGrad", "HSVToRGB", "AdjustHue", "AdjustSaturation",
+    "ResizeBicubic", "ResizeBicubicGrad", "ResizeArea", "ExtractImagePatches",
+    "ExtractImagePatchesGrad", "CropAndResize", "CropAndResizeGradImage",
+    "CropAndResizeGradBoxes", "NonMaxSuppressionV3", "NonMaxSuppressionV4",
+    "NonMaxSuppressionV5", "NonMaxSuppressionWithOverlaps", "CombinedNonMaxSuppression",
+    "DrawBoundingBoxesV2", "SampleDistortedBoundingBoxV2",
+    # sparse segment reductions (zps.ops.sparse_ops) use ufunc.at: host until they get
+    # scatter-add kernels of their own
+    "SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN", "SparseToDense",
+    # the other sparse ops sort, match and offset indices into outputs of data-dependent
+    # sizes: host kernels, as most of TF1's are
+    "SparseTensorDenseMatMul", "SparseReduceSum", "SparseReduceMax",
+    "SparseReduceSumSparse", "SparseReduceMaxSparse", "SparseAdd", "SparseAddGrad",
+    "SparseTensorDenseAdd", "SparseSparseMaximum", "SparseSparseMinimum", "SparseConcat",
+    "SparseReshape", "SparseReorder", "SparseFillEmptyRows", "SparseSlice", "SparseSliceGrad",
+    "SparseSplit", "SparseSoftmax",
+)
+for _t in ON_HOST:
     _on_host(_t)
 
 

@@ -825,7 +825,11 @@ class _AccumulatorBase(_BlockingResource):
         while self._takes and self.counter >= self._takes[0].n:
             a = self._takes.popleft()
             self.global_step += 1   # TF1: taking the gradient readies the accumulator's next step
-            result = self._output(a.xp)
+            try:
+                result = self._output(a.xp)
+            except Exception as e:  # noqa: BLE001 - the taker fails, not the applier's thread
+                result = errors.InternalError(None, None, "accumulator '%s' could not output its "
+                                              "gradient: %s: %s" % (self.name, type(e).__name__, e))
             self.counter = 0
             self._finish(a, result, out)
         return out
@@ -859,8 +863,10 @@ class _DenseAccumulator(_AccumulatorBase):
                 "gradients of that shape)" % (list(self._sum.shape), list(grad.shape), self.name))
 
     def _assign(self, grad):
-        self._sum = np.array(grad, dtype=self.dtype, copy=True) if isinstance(grad, np.ndarray) \
-            else grad.astype(self.dtype, copy=True)
+        # A 0-d gradient may arrive as a numpy scalar (numpy's arithmetic on 0-d arrays returns
+        # those): it becomes an array, which _add and _output update in place.
+        self._sum = np.array(grad, dtype=self.dtype, copy=True) \
+            if isinstance(grad, np.ndarray | np.generic) else grad.astype(self.dtype, copy=True)
 
     def _add(self, grad):
         self._sum += grad

@@ -766,6 +766,11 @@ def _prefetch(node, parents, env):
     return parents[0]   # elements are made when pulled: nothing to overlap in one process
 
 
+@_kind("options")
+def _options(node, parents, env):
+    return parents[0]   # tf.data.Options are kept by the Dataset in Python and change nothing here
+
+
 @_kind("cache")
 def _cache(node, parents, env):
     (source,) = parents
@@ -833,6 +838,55 @@ def _tfrecord(node, parents, env):
             for record in python_io.tfrecord_records(path, node["compression_type"]):
                 yield (_string(record),)
     return iterate
+
+
+@_kind("fixed_length")
+def _fixed_length(node, parents, env):
+    """The records of ``record_bytes`` between each file's header and footer (TF's
+    FixedLengthRecordDataset): a body that is not a whole number of records fails before the
+    first record of an uncompressed file, and at its end for a compressed one (as in TF)."""
+    paths, compression = _filenames(node, env), python_io._compression(node["compression_type"])
+    record, header, footer = (_scalar(v, what, node) for v, what in zip(
+        _inputs(node, env)[1:], ("record_bytes", "header_bytes", "footer_bytes")))
+    if record <= 0 or header < 0 or footer < 0:
+        raise errors.InvalidArgumentError(
+            None, None, "%s: record_bytes must be positive and header_bytes, footer_bytes not "
+            "negative, got %d, %d, %d" % (node["name"], record, header, footer))
+
+    def body_error(path, body, cls=errors.InvalidArgumentError):
+        return cls(None, None, "Excluding the header (%d bytes) and footer (%d bytes), input file "
+                   "\"%s\" has body length %d bytes, which is not an exact multiple of the record "
+                   "length (%d bytes)." % (header, footer, path, body, record))
+
+    def records(path):
+        stream, raw = python_io._open_read(path, compression)
+        try:
+            if compression == python_io.TFRecordCompressionType.NONE:
+                body = os.fstat(raw.fileno()).st_size - header - footer
+                if body < 0 or body % record:
+                    raise body_error(path, body)
+            if len(stream.read(header)) < header:
+                raise errors.DataLossError(None, None, "input file \"%s\" is shorter than its "
+                                           "header (%d bytes)" % (path, header))
+            buf, body, want = b"", 0, record + footer
+            while True:
+                while len(buf) < want:
+                    chunk = stream.read(max(want - len(buf), 1 << 16))
+                    if not chunk:
+                        break
+                    buf += chunk
+                if len(buf) < want:
+                    break
+                n = (len(buf) - footer) // record * record
+                for i in range(0, n, record):
+                    yield (_string(buf[i:i + record]),)
+                buf, body = buf[n:], body + n
+            if len(buf) != footer:
+                raise body_error(path, body + len(buf) - footer, errors.DataLossError)
+        finally:
+            stream.close()
+            raw.close()
+    return lambda: (element for path in paths for element in records(path))
 
 
 def _string(data):

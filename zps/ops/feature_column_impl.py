@@ -38,6 +38,7 @@ from zps.ops import (
     init_ops,
     math_ops,
     nn_ops,
+    parsing_ops,
     sparse_ops,
     string_ops,
     variable_scope,
@@ -189,6 +190,8 @@ class _NumericColumn(_DenseColumn, collections.namedtuple(
 
     name = property(lambda self: self.key)
     _variable_shape = property(lambda self: TensorShape(self.shape))
+    _parse_example_spec = property(lambda self: {self.key: parsing_ops.FixedLenFeature(
+        self.shape, self.dtype, self.default_value)})
 
     def _transform_feature(self, inputs):
         tensor = inputs.get(self.key)
@@ -241,6 +244,7 @@ class _BucketizedColumn(_DenseColumn, _CategoricalColumn, collections.namedtuple
     """See ``bucketized_column``."""
 
     name = property(lambda self: "%s_bucketized" % self.source_column.name)
+    _parse_example_spec = property(lambda self: self.source_column._parse_example_spec)
     _variable_shape = property(lambda self: TensorShape(
         tuple(self.source_column.shape) + (len(self.boundaries) + 1,)))
     _num_buckets = property(lambda self: (len(self.boundaries) + 1) * self.source_column.shape[0])
@@ -292,6 +296,7 @@ class _HashedCategoricalColumn(_CategoricalColumn, collections.namedtuple(
     """See ``categorical_column_with_hash_bucket``."""
 
     name = property(lambda self: self.key)
+    _parse_example_spec = property(lambda self: {self.key: parsing_ops.VarLenFeature(self.dtype)})
     _num_buckets = property(lambda self: self.hash_bucket_size)
 
     def _transform_feature(self, inputs):
@@ -330,6 +335,7 @@ class _VocabularyListCategoricalColumn(_CategoricalColumn, collections.namedtupl
     """See ``categorical_column_with_vocabulary_list`` (and ``_vocabulary_file``)."""
 
     name = property(lambda self: self.key)
+    _parse_example_spec = property(lambda self: {self.key: parsing_ops.VarLenFeature(self.dtype)})
     _num_buckets = property(lambda self: len(self.vocabulary_list) + self.num_oov_buckets)
 
     def _transform_feature(self, inputs):
@@ -411,6 +417,8 @@ class _IdentityCategoricalColumn(_CategoricalColumn, collections.namedtuple(
     """See ``categorical_column_with_identity``."""
 
     name = property(lambda self: self.key)
+    _parse_example_spec = property(lambda self: {
+        self.key: parsing_ops.VarLenFeature(_dtypes.int64)})
     _num_buckets = property(lambda self: self.num_buckets)
 
     def _transform_feature(self, inputs):
@@ -454,6 +462,9 @@ class _WeightedCategoricalColumn(_CategoricalColumn, collections.namedtuple(
     name = property(lambda self: "%s_weighted_by_%s" % (self.categorical_column.name,
                                                           self.weight_feature_key))
     _num_buckets = property(lambda self: self.categorical_column._num_buckets)
+    _parse_example_spec = property(lambda self: dict(
+        self.categorical_column._parse_example_spec,
+        **{self.weight_feature_key: parsing_ops.VarLenFeature(self.dtype)}))
 
     def _transform_feature(self, inputs):
         weights = inputs.get(self.weight_feature_key)
@@ -486,6 +497,14 @@ class _CrossedColumn(_CategoricalColumn, collections.namedtuple(
     """See ``crossed_column``."""
 
     _num_buckets = property(lambda self: self.hash_bucket_size)
+
+    @property
+    def _parse_example_spec(self):
+        spec = {}
+        for key in self.keys:   # a raw key is a string feature, as in TF
+            spec.update(key._parse_example_spec if isinstance(key, _FeatureColumn)
+                        else {key: parsing_ops.VarLenFeature(_dtypes.string)})
+        return spec
 
     @property
     def name(self):
@@ -546,6 +565,7 @@ class _IndicatorColumn(_DenseColumn, collections.namedtuple(
     """See ``indicator_column``."""
 
     name = property(lambda self: "%s_indicator" % self.categorical_column.name)
+    _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
     _variable_shape = property(lambda self: TensorShape([1, self.categorical_column._num_buckets]))
 
     def _transform_feature(self, inputs):
@@ -589,6 +609,7 @@ class _EmbeddingBase(_DenseColumn):
     """An embedding of ``categorical_column``: the lookup of ``_embedding_weights``."""
 
     _variable_shape = property(lambda self: TensorShape([self.dimension]))
+    _parse_example_spec = property(lambda self: self.categorical_column._parse_example_spec)
 
     def _transform_feature(self, inputs):
         return inputs.get(self.categorical_column)
@@ -709,6 +730,33 @@ def shared_embedding_columns(categorical_columns, dimension, combiner="mean", in
 
 
 # -- input_layer and linear_model ------------------------------------------------------------------
+def make_parse_example_spec(feature_columns):
+    """The ``features`` argument of ``tf.parse_example`` that parses what ``feature_columns``
+    need: ``{key: FixedLenFeature or VarLenFeature}``. Two columns asking for one key
+    differently is a ValueError.
+
+    >>> import zps as tf
+    >>> age = tf.feature_column.numeric_column("age")
+    >>> city = tf.feature_column.categorical_column_with_hash_bucket("city", 10)
+    >>> spec = tf.feature_column.make_parse_example_spec(
+    ...     [age, tf.feature_column.embedding_column(city, 4)])
+    >>> sorted(spec.items())
+    [('age', FixedLenFeature(shape=(1,), dtype=tf.float32, default_value=None)), \
+('city', VarLenFeature(dtype=tf.string))]
+    """
+    result = {}
+    for column in feature_columns:
+        if not isinstance(column, _FeatureColumn):
+            raise ValueError("All feature_columns must be _FeatureColumn instances. Given: %r"
+                             % (column,))
+        for key, value in column._parse_example_spec.items():
+            if key in result and value != result[key]:
+                raise ValueError("feature_columns contain different parse_spec for key %s. Given "
+                                 "%s and %s" % (key, value, result[key]))
+            result[key] = value
+    return result
+
+
 def _normalize_feature_columns(feature_columns, kinds, what):
     if isinstance(feature_columns, _FeatureColumn):
         feature_columns = [feature_columns]
@@ -852,6 +900,6 @@ __all__ = [
     "bucketized_column", "categorical_column_with_hash_bucket",
     "categorical_column_with_identity", "categorical_column_with_vocabulary_file",
     "categorical_column_with_vocabulary_list", "crossed_column", "embedding_column",
-    "indicator_column", "input_layer", "linear_model", "numeric_column",
+    "indicator_column", "input_layer", "linear_model", "make_parse_example_spec", "numeric_column",
     "shared_embedding_columns", "weighted_categorical_column",
 ]

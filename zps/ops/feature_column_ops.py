@@ -109,8 +109,9 @@ def _feature_fingerprints(values):
     return [int(v) & _MASK for v in values.astype(np.int64).tolist()]
 
 
-def _rows_of_features(sparse, dense):
-    """Per input, per batch row, the fingerprints of the row's features; and the batch size."""
+def _rows_of_features(sparse, dense, features=_feature_fingerprints):
+    """Per input, per batch row, the ``features`` of the row's values (the fingerprints TF's
+    hashing crosser combines, by default); and the batch size."""
     batch = {int(shape[0]) for _, _, shape in sparse} | {int(d.shape[0]) for d in dense}
     if len(batch) != 1:
         raise errors.InvalidArgumentError(
@@ -120,11 +121,11 @@ def _rows_of_features(sparse, dense):
     columns = []
     for indices, values, _ in sparse:
         rows = [[] for _ in range(batch)]
-        for row, fp in zip(indices[:, 0].tolist(), _feature_fingerprints(values)):
+        for row, fp in zip(indices[:, 0].tolist(), features(values)):
             rows[row].append(fp)
         columns.append(rows)
     for d in dense:
-        flat = _feature_fingerprints(d.reshape(-1))
+        flat = features(d.reshape(-1))
         width = len(flat) // batch if batch else 0
         columns.append([flat[r * width:(r + 1) * width] for r in range(batch)])
     return columns, batch

@@ -2,9 +2,10 @@
 rotations, dtype conversion, brightness and contrast, grayscale, with TF1's semantics.
 
 Images are ``[height, width, channels]`` or batches ``[batch, height, width, channels]``. The
-resize ops are kernels of their own (TF1's legacy ones: ``align_corners=False`` maps output pixel
-``i`` to input coordinate ``i * in / out``, without half-pixel centers); everything else is built
-from array and math ops, whose gradients it inherits.
+resize ops are kernels of their own (TF1's legacy ones by default: ``align_corners=False`` maps
+output pixel ``i`` to input coordinate ``i * in / out``; ``half_pixel_centers=True`` maps its
+center, ``(i + 0.5) * in / out``); everything else is built from array and math ops, whose
+gradients it inherits.
 
 >>> import numpy as np, zps as tf
 >>> with tf.Graph().as_default():
@@ -22,7 +23,15 @@ from zps.framework.constant import constant_value
 from zps.framework.graph import convert_to_tensor, get_default_graph, is_symbolic
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape
-from zps.ops import array_ops, clip_ops, control_flow_ops, logging_ops, math_ops, random_ops
+from zps.ops import (
+    array_ops,
+    clip_ops,
+    control_flow_ops,
+    image_resize_ops,
+    logging_ops,
+    math_ops,
+    random_ops,
+)
 from zps.ops.op_util import make_op
 
 
@@ -34,59 +43,48 @@ def _scale(in_size, out_size, align_corners):
     return np.float32(in_size) / np.float32(out_size)
 
 
-def _source(in_size, out_size, align_corners):
-    """The input coordinate of each output pixel (TF1's LegacyScaler: ``i * scale``)."""
-    return np.arange(out_size, dtype=np.float32) * _scale(in_size, out_size, align_corners)
+def _source(in_size, out_size, align_corners, half_pixel_centers=False, nearest=False):
+    """The input coordinate of each output pixel: TF1's LegacyScaler ``i * scale``, or with
+    half-pixel centers ``(i + 0.5) * scale - 0.5`` (``(i + 0.5) * scale`` for nearest)."""
+    i = np.arange(out_size, dtype=np.float32)
+    scale = _scale(in_size, out_size, align_corners)
+    if not half_pixel_centers:
+        return i * scale
+    src = (i + np.float32(0.5)) * scale
+    return src if nearest else src - np.float32(0.5)
 
 
-def _nearest_index(in_size, out_size, align_corners):
-    src = _source(in_size, out_size, align_corners).astype(np.float64)
-    # roundf (half away from zero) for align_corners, else floorf; clamped to the last pixel.
+def _nearest_index(in_size, out_size, align_corners, half_pixel_centers=False):
+    src = _source(in_size, out_size, align_corners, half_pixel_centers, True).astype(np.float64)
+    # roundf (half away from zero) for align_corners, else floorf; clamped to the image.
     picked = np.floor(src + 0.5) if align_corners else np.floor(src)
-    return np.minimum(picked.astype(np.int64), in_size - 1)
+    return np.clip(picked.astype(np.int64), 0, in_size - 1)
 
 
-def _interpolation_matrix(in_size, out_size, align_corners, nearest):
+def _interpolation_matrix(in_size, out_size, align_corners, nearest, half_pixel_centers=False):
     """``[out_size, in_size]``: row ``i`` holds the weights of the input pixels of output ``i``."""
     weights = np.zeros((out_size, in_size), np.float32)
     rows = np.arange(out_size)
     if nearest:
-        weights[rows, _nearest_index(in_size, out_size, align_corners)] = 1.0
+        weights[rows, _nearest_index(in_size, out_size, align_corners, half_pixel_centers)] = 1.0
         return weights
-    src = _source(in_size, out_size, align_corners)
+    src = _source(in_size, out_size, align_corners, half_pixel_centers)
     lower = np.floor(src)
-    lerp = src - lower
+    lerp = src - lower  # a coordinate before the first pixel reads it twice (lower, upper = 0)
     upper = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
-    np.add.at(weights, (rows, lower.astype(np.int64)), 1.0 - lerp)
+    np.add.at(weights, (rows, np.maximum(lower.astype(np.int64), 0)), 1.0 - lerp)
     np.add.at(weights, (rows, upper), lerp)
     return weights
 
 
-def _separable(xp, x, wy, wx):
-    """``x`` ([n, h, w, c]) mapped through ``wy`` along the rows and ``wx`` along the columns
-    (as tensordots: BLAS products, ~15x faster than einsum on a batch of 224x224 images)."""
-    y = xp.moveaxis(xp.tensordot(xp.asarray(wy, x.dtype), x, axes=(1, 1)), 0, 1)
-    return xp.ascontiguousarray(
-        xp.moveaxis(xp.tensordot(xp.asarray(wx, x.dtype), y, axes=(1, 2)), 0, 2))
+_separable = image_resize_ops.separable
+_check_images = image_resize_ops.check_images
+_size_pair = image_resize_ops.size_pair
 
 
-def _check_images(images, op_name):
-    if images.ndim != 4:
-        raise errors.InvalidArgumentError(
-            None, op_name, "input must be 4-dimensional [batch, height, width, channels], got "
-            "shape %s" % (list(images.shape),))
-
-
-def _size_pair(size, op_name):
-    height, width = (int(s) for s in np.asarray(size).reshape(-1))
-    if height <= 0 or width <= 0:
-        raise errors.InvalidArgumentError(None, op_name, "output dimensions must be positive, "
-                                          "got size [%d, %d]" % (height, width))
-    return height, width
-
-
-def _matrices(in_hw, out_hw, align_corners, nearest):
-    return [_interpolation_matrix(i, o, align_corners, nearest) for i, o in zip(in_hw, out_hw)]
+def _matrices(in_hw, out_hw, align_corners, nearest, half_pixel_centers):
+    return [_interpolation_matrix(i, o, align_corners, nearest, half_pixel_centers)
+            for i, o in zip(in_hw, out_hw)]
 
 
 def _resized_shape(op):
@@ -109,39 +107,47 @@ def _image_grad_shape(op):
     return TensorShape([grads[0], hw[0], hw[1], grads[3]])
 
 
-def _resize_bilinear_kernel(ctx, images, size, align_corners, op_name):
+def _resize_bilinear_kernel(ctx, images, size, align_corners, op_name, half_pixel_centers=False):
     _check_images(images, op_name)
-    wy, wx = _matrices(images.shape[1:3], _size_pair(size, op_name), align_corners, False)
+    wy, wx = _matrices(images.shape[1:3], _size_pair(size, op_name), align_corners, False,
+                       half_pixel_centers)
     return _separable(ctx.xp, images.astype(np.float32, copy=False), wy, wx)
 
 
 register_op("ResizeBilinear", dtype=lambda op: _dtypes.float32, shape=_resized_shape,
             kernel=_resize_bilinear_kernel, needs_op_name=True,
             grad=lambda op, g: [make_op("ResizeBilinearGrad", [g, op.inputs[0]],
-                                        align_corners=op._attrs["align_corners"]), None])
+                                        **_resize_attrs(op)), None])
 
 
-def _resize_bilinear_grad_kernel(ctx, grads, original_image, align_corners):
-    wy, wx = _matrices(original_image.shape[1:3], grads.shape[1:3], align_corners, False)
+def _resize_attrs(op):
+    # (graphs written before half_pixel_centers existed have no such attr)
+    return {k: op._attrs.get(k, False) for k in ("align_corners", "half_pixel_centers")}
+
+
+def _resize_bilinear_grad_kernel(ctx, grads, original_image, align_corners,
+                                 half_pixel_centers=False):
+    wy, wx = _matrices(original_image.shape[1:3], grads.shape[1:3], align_corners, False,
+                       half_pixel_centers)
     return _separable(ctx.xp, grads, wy.T, wx.T).astype(original_image.dtype, copy=False)
 
 
 def _resized_back(resize_type):
     """The gradient of a resize gradient with respect to its ``grads``: the resize itself."""
     return lambda op, g: [make_op(resize_type, [g, array_ops.shape(op.inputs[0])[1:3]],
-                                  align_corners=op._attrs["align_corners"]), None]
+                                  **_resize_attrs(op)), None]
 
 
 register_op("ResizeBilinearGrad", dtype=lambda op: op.inputs[1].dtype, shape=_image_grad_shape,
             kernel=_resize_bilinear_grad_kernel, grad=_resized_back("ResizeBilinear"))
 
 
-def _resize_nearest_kernel(ctx, images, size, align_corners, op_name):
+def _resize_nearest_kernel(ctx, images, size, align_corners, op_name, half_pixel_centers=False):
     _check_images(images, op_name)
     (h, w), (oh, ow) = images.shape[1:3], _size_pair(size, op_name)
     xp = ctx.xp
-    rows = xp.asarray(_nearest_index(h, oh, align_corners))
-    cols = xp.asarray(_nearest_index(w, ow, align_corners))
+    rows = xp.asarray(_nearest_index(h, oh, align_corners, half_pixel_centers))
+    cols = xp.asarray(_nearest_index(w, ow, align_corners, half_pixel_centers))
     return images[:, rows][:, :, cols]
 
 
@@ -149,11 +155,13 @@ register_op("ResizeNearestNeighbor", shape=_resized_shape, kernel=_resize_neares
             needs_op_name=True,
             grad=lambda op, g: [make_op("ResizeNearestNeighborGrad",
                                         [g, array_ops.shape(op.inputs[0])[1:3]],
-                                        align_corners=op._attrs["align_corners"]), None])
+                                        **_resize_attrs(op)), None])
 
 
-def _resize_nearest_grad_kernel(ctx, grads, size, align_corners, op_name):
-    wy, wx = _matrices(_size_pair(size, op_name), grads.shape[1:3], align_corners, True)
+def _resize_nearest_grad_kernel(ctx, grads, size, align_corners, op_name,
+                                half_pixel_centers=False):
+    wy, wx = _matrices(_size_pair(size, op_name), grads.shape[1:3], align_corners, True,
+                       half_pixel_centers)
     return _separable(ctx.xp, grads, wy.T, wx.T)
 
 
@@ -162,35 +170,33 @@ register_op("ResizeNearestNeighborGrad", shape=_image_grad_shape,
             grad=_resized_back("ResizeNearestNeighbor"))
 
 
-def _resize_op(op_type, images, size, align_corners, name):
+def _resize_op(op_type, images, size, align_corners, half_pixel_centers, name):
+    if align_corners and half_pixel_centers:  # TF1's error, raised when the graph is built
+        raise errors.InvalidArgumentError(None, None, "%s: if half_pixel_centers is True, "
+                                          "align_corners must be False" % op_type)
     images = convert_to_tensor(images, name="images")
     images.get_shape().with_rank(4)
     size = convert_to_tensor(size, dtype=_dtypes.int32, name="size")
     if size.get_shape().ndims is not None and size.get_shape().as_list() != [2]:
         raise ValueError("%s: size must be a 1-D int32 tensor of 2 elements (new_height, "
                          "new_width), got shape %s" % (op_type, size.get_shape()))
-    return make_op(op_type, [images, size], name=name, align_corners=bool(align_corners))
+    return make_op(op_type, [images, size], name=name, align_corners=bool(align_corners),
+                   half_pixel_centers=bool(half_pixel_centers))
 
 
 def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """``images`` ([batch, height, width, channels]) resized to ``size`` by bilinear
-    interpolation, as float32."""
-    _no_half_pixel_centers(half_pixel_centers, "resize_bilinear")
-    return _resize_op("ResizeBilinear", images, size, align_corners, name)
+    interpolation, as float32 (``half_pixel_centers``: pixel centers at ``i + 0.5``, TF 1.14's
+    option, as OpenCV and PIL resize)."""
+    return _resize_op("ResizeBilinear", images, size, align_corners, half_pixel_centers, name)
 
 
 def resize_nearest_neighbor(images, size, align_corners=False, name=None,
                             half_pixel_centers=False):
     """``images`` ([batch, height, width, channels]) resized to ``size`` by picking the nearest
-    pixel; the dtype is kept."""
-    _no_half_pixel_centers(half_pixel_centers, "resize_nearest_neighbor")
-    return _resize_op("ResizeNearestNeighbor", images, size, align_corners, name)
-
-
-def _no_half_pixel_centers(half_pixel_centers, what):
-    if half_pixel_centers:
-        raise NotImplementedError("%s: zps implements TF1's legacy kernels only; leave "
-                                  "half_pixel_centers=False" % what)
+    pixel; the dtype is kept (``half_pixel_centers`` as for :func:`resize_bilinear`)."""
+    return _resize_op("ResizeNearestNeighbor", images, size, align_corners, half_pixel_centers,
+                      name)
 
 
 class ResizeMethod:
@@ -202,31 +208,49 @@ class ResizeMethod:
     AREA = 3
 
 
+# TF 1.15's resize_images also takes TF2's method names.
+_METHOD_NAMES = {"bilinear": ResizeMethod.BILINEAR, "nearest": ResizeMethod.NEAREST_NEIGHBOR,
+                 "bicubic": ResizeMethod.BICUBIC, "area": ResizeMethod.AREA}
+
+
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
                   preserve_aspect_ratio=False, name=None):
     """``images`` (3-D or 4-D) resized to ``size = [new_height, new_width]``; bilinear results
     are float32. Images already of that (static) size are returned unchanged."""
     resizers = {ResizeMethod.BILINEAR: resize_bilinear,
-                ResizeMethod.NEAREST_NEIGHBOR: resize_nearest_neighbor}
+                ResizeMethod.NEAREST_NEIGHBOR: resize_nearest_neighbor,
+                ResizeMethod.BICUBIC: image_resize_ops.resize_bicubic,
+                ResizeMethod.AREA: image_resize_ops.resize_area}
+    method = _METHOD_NAMES.get(method, method)
     if method not in resizers:
-        raise NotImplementedError("resize_images: method %r is not implemented in zps; use "
-                                  "ResizeMethod.BILINEAR or ResizeMethod.NEAREST_NEIGHBOR"
-                                  % (method,))
+        raise ValueError("resize_images: method %r is not a ResizeMethod (BILINEAR, "
+                         "NEAREST_NEIGHBOR, BICUBIC or AREA)" % (method,))
     with get_default_graph().name_scope(name or "resize"):
         images, is_batch = _batched(convert_to_tensor(images, name="images"), "resize_images")
         size = convert_to_tensor(size, dtype=_dtypes.int32, name="size")
         if size.get_shape().ndims is not None and size.get_shape().as_list() != [2]:
             raise ValueError("'size' must be a 1-D Tensor of 2 elements: new_height, new_width")
         if preserve_aspect_ratio:
-            _, height, width, _ = _dimensions(images)
-            hw = math_ops.cast(array_ops.stack([height, width]), _dtypes.float32)
-            factor = math_ops.reduce_min(math_ops.cast(size, _dtypes.float32) / hw)
-            size = math_ops.cast(math_ops.round(factor * hw), _dtypes.int32)
+            size = _aspect_preserving_size(images, size)
         static = constant_value(size)
         if static is not None and images.get_shape()[1:3].as_list() == list(static):
             return images if is_batch else array_ops.squeeze(images, [0])
         images = resizers[method](images, size, align_corners=align_corners)
         return images if is_batch else array_ops.squeeze(images, [0])
+
+
+def _aspect_preserving_size(images, size):
+    """The largest size within ``size`` with the aspect ratio of ``images`` (TF1's float32 math),
+    a constant when both are known statically (so is then the resized images' shape)."""
+    _, height, width, _ = _dimensions(images)
+    static = constant_value(size)
+    if static is not None and isinstance(height, int) and isinstance(width, int):
+        hw = np.array([height, width], np.float32)
+        factor = np.min(np.asarray(static, np.float32) / hw)
+        return convert_to_tensor(np.round(factor * hw).astype(np.int32), name="size")
+    hw = math_ops.cast(array_ops.stack([height, width]), _dtypes.float32)
+    factor = math_ops.reduce_min(math_ops.cast(size, _dtypes.float32) / hw)
+    return math_ops.cast(math_ops.round(factor * hw), _dtypes.int32)
 
 
 # -- shapes of images ------------------------------------------------------------------------------

@@ -260,7 +260,64 @@ def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None
     return math_ops.add_n(losses, name=name)
 
 
+# -- mean_pairwise_squared_error ---------------------------------------------------------------
+# Per example (the first dimension), the mean over every pair of its elements i, j of
+# ((p_i - p_j) - (l_i - l_j)) ** 2: a loss that ignores a shift common to all of an example's
+# predictions. As TF1 computes it, in closed form from d = predictions - labels: with n the number
+# of elements of the example whose weight is not zero, 2 * sum(d**2) / (n - 1) - 2 * sum(d)**2 /
+# (n * (n - 1)); the examples' losses, times weights, are summed (not averaged) into the scalar.
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
+                                loss_collection=GraphKeys.LOSSES):
+    """The pairwise squared error of ``predictions`` against ``labels`` (same shape, the first
+    dimension the batch), summed over the examples, each weighted by ``weights`` (a scalar, or
+    ``[batch]`` / ``[batch, 1, ...]``: broadcast against the examples' losses as TF1 does); an
+    element whose weight is 0 is left out of its example's pair count. Float32; added to
+    ``loss_collection``.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     loss = tf.losses.mean_pairwise_squared_error([[0.0, 1.0, 3.0]], [[1.0, 1.0, 1.0]])
+    ...     print(round(float(tf.Session().run(loss)), 4))   # (1-0)², (3-0)², (3-1)²: 14/3
+    4.6667
+    """
+    if labels is None:
+        raise ValueError("Argument `labels` must not be None.")
+    if predictions is None:
+        raise ValueError("Argument `predictions` must not be None.")
+    with get_default_graph().name_scope(scope or "mean_pairwise_squared_error"):
+        weights = math_ops.cast(convert_to_tensor(weights), dtypes.float32)
+        labels = math_ops.cast(convert_to_tensor(labels), dtypes.float32)
+        predictions = math_ops.cast(convert_to_tensor(predictions), dtypes.float32)
+        if not predictions.get_shape().is_compatible_with(labels.get_shape()):
+            raise ValueError("mean_pairwise_squared_error: shapes %s (predictions) and %s "
+                             "(labels) are incompatible"
+                             % (predictions.get_shape(), labels.get_shape()))
+        _check_weights(weights, labels)
+        diffs = predictions - labels
+        rank = diffs.get_shape().ndims
+        if rank is None:
+            raise ValueError("mean_pairwise_squared_error needs labels of a known rank (each "
+                             "example's elements are summed over dimensions 1..rank-1)")
+        axis = list(range(1, rank))
+        sum_squares = math_ops.reduce_sum(math_ops.square(diffs), axis=axis, keepdims=True)
+        present = array_ops.where(math_ops.equal(weights, 0.0), array_ops.zeros_like(weights),
+                                  array_ops.ones_like(weights)) * array_ops.ones_like(diffs)
+        num_present = math_ops.reduce_sum(present, axis=axis, keepdims=True)
+        term1 = 2.0 * math_ops.div_no_nan(sum_squares, math_ops.maximum(num_present - 1, 0.0),
+                                          name="value")
+        sum_diff = math_ops.reduce_sum(diffs, axis=axis, keepdims=True)
+        term2 = 2.0 * math_ops.div_no_nan(
+            math_ops.square(sum_diff), math_ops.maximum(num_present * (num_present - 1), 0.0),
+            name="value")
+        loss = math_ops.reduce_sum((term1 - term2) * weights)
+        mean_loss = array_ops.where(math_ops.reduce_sum(num_present) > 0, loss,
+                                    array_ops.zeros_like(loss), name="value")
+        add_loss(mean_loss, loss_collection)
+        return mean_loss
+
+
 __all__ = ["Reduction", "compute_weighted_loss", "absolute_difference", "mean_squared_error",
            "huber_loss", "log_loss", "hinge_loss", "cosine_distance", "sigmoid_cross_entropy",
            "softmax_cross_entropy", "sparse_softmax_cross_entropy", "add_loss", "get_losses",
-           "get_regularization_losses", "get_regularization_loss", "get_total_loss"]
+           "get_regularization_losses", "get_regularization_loss", "get_total_loss",
+           "mean_pairwise_squared_error"]

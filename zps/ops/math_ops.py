@@ -870,8 +870,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 def _reduce_shape(op):
     s = op.inputs[0].get_shape()
     axes, keep = op._attrs["axis"], op._attrs["keepdims"]
-    if s.ndims is None:
-        return unknown_shape()
+    if s.ndims is None:  # a reduction over every axis is a scalar whatever the rank
+        return TensorShape([]) if axes is None and not keep else unknown_shape()
     dims = s.as_list()
     if axes is None:
         return TensorShape([1] * len(dims) if keep else [])
@@ -951,6 +951,9 @@ def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 
 
 def _mean_kernel(ctx, x, axis, keepdims):
+    if x.size == 0 and x.dtype.kind != "f":
+        # TF1's integer mean over nothing is 0 (numpy's is nan, cast to the dtype's minimum).
+        return ctx.xp.asarray(x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype))
     return ctx.xp.asarray(x.mean(axis=axis, keepdims=keepdims), dtype=x.dtype)
 
 
@@ -1085,7 +1088,8 @@ def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 
 def _logsumexp_kernel(ctx, x, axis, keepdims):
     xp = ctx.xp
-    m = x.max(axis=axis, keepdims=True)
+    # Over nothing the answer is log(0) = -inf, as TF1's (numpy's max has no identity).
+    m = x.max(axis=axis, keepdims=True) if x.size else x.sum(axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)  # an all -inf (or any +inf) group must not give inf - inf
     with np.errstate(divide="ignore"):  # log(0) = -inf is the answer for an all -inf group
         out = xp.log(xp.exp(x - m).sum(axis=axis, keepdims=True)) + m
@@ -1340,7 +1344,8 @@ def tensordot(a, b, axes, name=None):
         return product
 
 
-_EINSUM_FORMAT = re.compile(r"^([a-zA-Z,.]+)(->[a-zA-Z.]*)?$")
+# (an input's labels may be empty: a scalar, as the gradient of a full sum 'ij->' has)
+_EINSUM_FORMAT = re.compile(r"^([a-zA-Z,.]*)(->[a-zA-Z.]*)?$")
 
 
 def _parse_einsum(equation, shapes):
@@ -1630,7 +1635,34 @@ def _install_operators():
 
 _install_operators()
 
+
+def saturate_cast(value, dtype, name=None):
+    """``value`` cast to ``dtype``, first clamped to the range ``dtype`` can hold (a float too
+    large for an int32 becomes the largest int32 the float type reaches, as in TF1)."""
+    value = convert_to_tensor(value, name="value")
+    dtype = _dtypes.as_dtype(dtype)
+    src = np.dtype(value.dtype.as_numpy_dtype)
+    dst = np.dtype(dtype.as_numpy_dtype)
+
+    def bound(limit, toward):
+        # ``limit`` in ``src``, moved toward zero (``toward``: +1 up, -1 down) while the
+        # conversion overshoots it (int32's max is 2**31 in float32); compared exactly.
+        exact = float if dst.kind == "f" else int
+        b = src.type(limit)
+        while (exact(b) - limit) * toward < 0:
+            b = np.nextafter(b, src.type(toward * np.inf))
+        return b
+    if src.kind in "biuf" and dst.kind in "biuf" and src != dst:
+        info = np.finfo(dst) if dst.kind == "f" else np.iinfo(dst)
+        src_info = np.finfo(src) if src.kind == "f" else np.iinfo(src)
+        if src_info.min < info.min:
+            value = maximum(value, bound(info.min, 1))
+        if src_info.max > info.max:
+            value = minimum(value, bound(info.max, -1))
+    return cast(value, dtype, name=name or "saturate_cast")
+
 __all__ = [
+    "saturate_cast",
     "div_no_nan",
     "sin",
     "cos",

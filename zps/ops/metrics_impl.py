@@ -22,9 +22,11 @@ and ``[batch, num_classes]`` predictions. Local variables carry TF1's names
 ...), so checkpoints and ``tf.get_collection`` lookups agree with TF1.
 """
 
+import numpy as np
+
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
-from zps.ops import array_ops, logging_ops, math_ops, nn_ops, state_ops, variables
+from zps.ops import array_ops, logging_ops, math_ops, nn_ops, sparse_ops, state_ops, variables
 
 
 def _metric_variable(name, shape=(), dtype=dtypes.float32):
@@ -585,36 +587,70 @@ def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections
 
 
 # -- at k ----------------------------------------------------------------------------------------
-def _at_k_name(name, k, class_id):
-    name = "%s_at_%d" % (name, k)
+def _at_k_name(name, k=None, class_id=None):
+    name = "%s_at_k" % name if k is None else "%s_at_%d" % (name, k)
     return name if class_id is None else "%s_class%d" % (name, class_id)
 
 
-def _top_k_counts(labels, predictions, k, class_id):
-    """Per row of ``predictions`` ([..., num_classes]), with ``labels`` the class ids of the row
-    ([...] or [..., num_labels]): the true positives, false positives and false negatives of its
-    top ``k`` classes against the set of its labels (float64, as TF1's set operations count)."""
-    predictions = convert_to_tensor(predictions)
-    labels = math_ops.cast(convert_to_tensor(labels), dtypes.int64)
-    p_rank, l_rank = predictions.get_shape().ndims, labels.get_shape().ndims
+def _class_id_labels(labels, top):
+    """``(labels, present)``: class-id labels as int64 of ``top``'s rank (``[...]`` labels get a
+    last dimension of 1), and which of them are labels at all. A SparseTensor's rows are sets (its
+    missing entries are no label); a dense tensor's every entry is one, out-of-range or negative
+    ids included (they count as false negatives, as in TF1)."""
+    present, is_set = None, isinstance(labels, sparse_ops.SparseTensor)
+    if is_set:
+        ids = sparse_ops.SparseTensor(labels.indices, math_ops.cast(labels.values, dtypes.int64),
+                                      labels.dense_shape)
+        present = sparse_ops.sparse_tensor_to_dense(
+            sparse_ops.SparseTensor(labels.indices, array_ops.ones_like(ids.values, dtypes.bool),
+                                    labels.dense_shape), default_value=False)
+        labels = sparse_ops.sparse_tensor_to_dense(ids, default_value=-1)
+        # TF1's _maybe_expand_labels: a SparseTensor's static rank is that of its dense_shape.
+        l_rank = labels.get_shape().ndims
+        if l_rank is None:
+            l_rank = ids.dense_shape.get_shape()[0].value
+    else:
+        labels = math_ops.cast(convert_to_tensor(labels), dtypes.int64)
+        l_rank = labels.get_shape().ndims
+    p_rank = top.get_shape().ndims
     if p_rank is None or l_rank is None or p_rank not in (l_rank, l_rank + 1):
         raise ValueError("Unexpected labels shape %s for predictions shape %s. Predictions rank "
                          "should be the same rank as labels rank or labels rank plus one ."
-                         % (labels.get_shape(), predictions.get_shape()))
+                         % (labels.get_shape(), top.get_shape()))
     if p_rank == l_rank + 1:
         labels = array_ops.expand_dims(labels, -1)
-    _, top = nn_ops.top_k(predictions, k)
-    top = math_ops.cast(top, dtypes.int64)
-    # [..., k, num_labels]: which top class equals which label
-    same = math_ops.equal(array_ops.expand_dims(top, -1), array_ops.expand_dims(labels, -2))
-    predicted_hit = math_ops.reduce_any(same, -1)     # [..., k]  (top classes are distinct)
-    label_found = math_ops.reduce_any(same, -2)       # [..., num_labels]
-    # a label repeated in a row counts once (a set): keep its first occurrence
-    repeats = math_ops.equal(array_ops.expand_dims(labels, -1), array_ops.expand_dims(labels, -2))
+        present = None if present is None else array_ops.expand_dims(present, -1)
+    if present is None:
+        present = array_ops.ones_like(labels, dtype=dtypes.bool)
+    return labels, present, is_set
+
+
+def _first_occurrences(labels, present):
+    """Which labels are the first of their value in their row (a row's labels are a set)."""
+    repeats = math_ops.logical_and(
+        math_ops.equal(array_ops.expand_dims(labels, -1), array_ops.expand_dims(labels, -2)),
+        array_ops.expand_dims(present, -2))
     repeats = math_ops.cast(repeats, dtypes.int32)
     earlier = array_ops.matrix_band_part(repeats, -1, 0) - array_ops.matrix_band_part(repeats, 0, 0)
-    first = math_ops.equal(math_ops.reduce_sum(earlier, -1), 0)
-    label_missed = math_ops.logical_and(first, math_ops.logical_not(label_found))
+    return math_ops.logical_and(present, math_ops.equal(math_ops.reduce_sum(earlier, -1), 0))
+
+
+def _top_k_counts(labels, top, class_id):
+    """Per row of ``top`` ([..., k]: the ids of a row's top classes), with ``labels`` the class
+    ids of the row ([...] or [..., num_labels], or a SparseTensor): the true positives, false
+    positives and false negatives of the top classes against the set of the row's labels (float64,
+    as TF1's set operations count)."""
+    top = math_ops.cast(convert_to_tensor(top), dtypes.int64)
+    labels, present, _ = _class_id_labels(labels, top)
+    # [..., k, num_labels]: which top class equals which label
+    same = math_ops.logical_and(
+        math_ops.equal(array_ops.expand_dims(top, -1), array_ops.expand_dims(labels, -2)),
+        array_ops.expand_dims(present, -2))
+    predicted_hit = math_ops.reduce_any(same, -1)     # [..., k]  (top classes are distinct)
+    label_found = math_ops.reduce_any(same, -2)       # [..., num_labels]
+    # a label repeated in a row counts once (a set)
+    label_missed = math_ops.logical_and(_first_occurrences(labels, present),
+                                        math_ops.logical_not(label_found))
     predicted_miss = math_ops.logical_not(predicted_hit)
     if class_id is not None:
         predicted_hit = math_ops.logical_and(predicted_hit, math_ops.equal(top, class_id))
@@ -634,11 +670,12 @@ def _streaming_count(counts, weights, var_name):
         return var, state_ops.assign_add(var, math_ops.reduce_sum(counts), name="update")
 
 
-def _at_k(what, miss_index, labels, predictions, k, class_id, weights, metrics_collections,
+def _at_k(what, miss_index, labels, top_of, k, class_id, weights, metrics_collections,
           updates_collections, name):
+    # ``top_of()`` makes the [..., k] top class ids inside the metric's name scope.
     miss_name = ("false_positive", "false_negative")[miss_index - 1]
     with get_default_graph().name_scope(name or _at_k_name(what, k, class_id)) as scope:
-        counts = _top_k_counts(labels, predictions, k, class_id)
+        counts = _top_k_counts(labels, top_of(), class_id)
         tp, tp_update = _streaming_count(counts[0], weights, _at_k_name("true_positive", k,
                                                                         class_id))
         miss, miss_update = _streaming_count(counts[miss_index], weights,
@@ -650,22 +687,186 @@ def _at_k(what, miss_index, labels, predictions, k, class_id, weights, metrics_c
         return value, update_op
 
 
+def _top_k_of(predictions, k):
+    return lambda: nn_ops.top_k(convert_to_tensor(predictions), k)[1]
+
+
 def precision_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                    updates_collections=None, name=None):
     """How often a class among each row's top ``k`` predictions is one of its labels (class ids,
-    ``[batch]`` or ``[batch, num_labels]``); with ``class_id``, only that class counts.
-    ``weights`` weight each row. ``(precision, update_op)``, float64, NaN before any count."""
-    return _at_k("precision", 1, labels, predictions, k, class_id, weights, metrics_collections,
-                 updates_collections, name)
+    ``[batch]`` or ``[batch, num_labels]``, or a SparseTensor of them); with ``class_id``, only
+    that class counts. ``weights`` weight each row. ``(precision, update_op)``, float64, NaN
+    before any count."""
+    return _at_k("precision", 1, labels, _top_k_of(predictions, k), k, class_id, weights,
+                 metrics_collections, updates_collections, name)
 
 
 def recall_at_k(labels, predictions, k, class_id=None, weights=None, metrics_collections=None,
                 updates_collections=None, name=None):
-    """How often each row's labels (class ids, ``[batch]`` or ``[batch, num_labels]``) are among
-    its top ``k`` predictions; with ``class_id``, only that class counts. ``weights`` weight each
-    row. ``(recall, update_op)``, float64, NaN before any count."""
-    return _at_k("recall", 2, labels, predictions, k, class_id, weights, metrics_collections,
-                 updates_collections, name)
+    """How often each row's labels (class ids, ``[batch]`` or ``[batch, num_labels]``, or a
+    SparseTensor of them) are among its top ``k`` predictions; with ``class_id``, only that class
+    counts. ``weights`` weight each row. ``(recall, update_op)``, float64, NaN before any count.
+    A dense label outside ``[0, num_classes)`` is a false negative, as in TF1."""
+    return _at_k("recall", 2, labels, _top_k_of(predictions, k), k, class_id, weights,
+                 metrics_collections, updates_collections, name)
+
+
+def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
+                       metrics_collections=None, updates_collections=None, name=None):
+    """``precision_at_k`` of given top class ids: ``predictions_idx`` is ``[..., k]`` (the
+    classes predicted for each row, best first); ``k`` only names the metric.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     _, update = tf.metrics.precision_at_top_k([[2, 3], [0, 1]], tf.constant([[3, 1], [0, 1]]))
+    ...     sess = tf.Session()
+    ...     sess.run(tf.local_variables_initializer())
+    ...     print(sess.run(update))
+    0.75
+    """
+    return _at_k("precision", 1, labels, lambda: predictions_idx, k, class_id, weights,
+                 metrics_collections, updates_collections, name)
+
+
+def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
+                    metrics_collections=None, updates_collections=None, name=None):
+    """``recall_at_k`` of given top class ids: ``predictions_idx`` is ``[..., k]`` (the classes
+    predicted for each row, best first); ``k`` only names the metric."""
+    return _at_k("recall", 2, labels, lambda: predictions_idx, k, class_id, weights,
+                 metrics_collections, updates_collections, name)
+
+
+sparse_precision_at_k = precision_at_k   # TF1's deprecated name
+
+
+def _average_precision(labels, top, k):
+    """Each row's average precision of its top ``k`` classes ``top`` against its labels: the sum,
+    over the top classes that are labels, of the precision at their rank, divided by
+    ``min(k, number of labels)`` (TF1's count: a SparseTensor's distinct labels, a dense row's
+    non-negative entries). A row without labels is NaN."""
+    labels, present, is_set = _class_id_labels(labels, top)
+    relevant = math_ops.cast(math_ops.reduce_any(math_ops.logical_and(
+        math_ops.equal(array_ops.expand_dims(top, -1), array_ops.expand_dims(labels, -2)),
+        array_ops.expand_dims(present, -2)), -1), dtypes.float64)        # [..., k]
+    rank = array_ops.constant(np.arange(1, k + 1, dtype=np.float64))
+    precision_sum = math_ops.reduce_sum(math_ops.cumsum(relevant, -1) / rank * relevant, -1)
+    counted = _first_occurrences(labels, present) if is_set else math_ops.greater_equal(labels, 0)
+    num_relevant = math_ops.minimum(
+        math_ops.reduce_sum(math_ops.cast(counted, dtypes.float64), -1), float(k))
+    return math_ops.divide(precision_sum, num_relevant, name="average_precision")
+
+
+def _out_of_range_as_minus_one(labels, num_classes):
+    # TF1's _clean_out_of_range_indices: a label id >= num_classes becomes -1.
+    def clean(ids):
+        ids = math_ops.cast(ids, dtypes.int64)
+        return array_ops.where(math_ops.greater_equal(ids, num_classes),
+                               -array_ops.ones_like(ids), ids)
+    if isinstance(labels, sparse_ops.SparseTensor):
+        return sparse_ops.SparseTensor(labels.indices, clean(labels.values), labels.dense_shape)
+    return clean(convert_to_tensor(labels))
+
+
+def average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
+                           updates_collections=None, name=None):
+    """The mean over rows of the average precision of each row's top ``k`` predictions against
+    its labels (class ids, ``[batch]`` or ``[batch, num_labels]``, or a SparseTensor of them):
+    ``(mean, update_op)``, float64, 0 before any row. ``weights`` weight each row (the mean is
+    divided by their sum). As TF1, local variables ``average_precision_at_<k>/total`` and
+    ``.../max_1`` hold the weighted sum of the rows' average precisions and of their weights.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     _, update = tf.metrics.average_precision_at_k([[1], [2]], [[0.1, 0.7, 0.2],
+    ...                                                              [0.5, 0.1, 0.4]], k=2)
+    ...     sess = tf.Session()
+    ...     sess.run(tf.local_variables_initializer())
+    ...     print(sess.run(update))   # (1 + 1/2) / 2
+    0.75
+    """
+    if k < 1:
+        raise ValueError("Invalid k=%s. `k` should be >= 1." % k)
+    with get_default_graph().name_scope(name or _at_k_name("average_precision", k)) as scope:
+        predictions = convert_to_tensor(predictions)
+        top = math_ops.cast(nn_ops.top_k(predictions, k)[1], dtypes.int64)
+        num_classes = math_ops.cast(array_ops.shape(predictions)[-1], dtypes.int64)
+        average_precision = _average_precision(
+            _out_of_range_as_minus_one(labels, num_classes), top, k)
+        if weights is None:
+            batch_max = math_ops.cast(array_ops.size(average_precision), dtypes.float64)
+        else:
+            weights = math_ops.cast(convert_to_tensor(weights), dtypes.float64)
+            if not weights.get_shape().is_compatible_with(average_precision.get_shape()) and \
+                    weights.get_shape().ndims != 0:
+                raise ValueError("average_precision_at_k: weights of shape %s do not broadcast "
+                                 "to the rows' shape %s" % (weights.get_shape(),
+                                                            average_precision.get_shape()))
+            weights = weights * array_ops.ones_like(average_precision)
+            average_precision = average_precision * weights
+            batch_max = math_ops.reduce_sum(weights)
+        # "max_1": TF1's name (its scope "max" is taken by an op made before it)
+        max_var = _metric_variable("max_1", dtype=dtypes.float64)
+        total_var = _metric_variable("total", dtype=dtypes.float64)
+        max_update = state_ops.assign_add(max_var, batch_max)
+        total_update = state_ops.assign_add(total_var, math_ops.reduce_sum(average_precision))
+        value = math_ops.div_no_nan(total_var, max_var, name="mean")
+        update_op = math_ops.div_no_nan(total_update, max_update, name=scope)
+        _collect(metrics_collections, value)
+        _collect(updates_collections, update_op)
+        return value, update_op
+
+
+sparse_average_precision_at_k = average_precision_at_k   # TF1's deprecated name
+
+
+def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collections=None,
+                         updates_collections=None, name=None):
+    """One minus the mean over every vector seen of ``sum(labels * predictions, dim)`` (the
+    cosine distance of unit-normalized vectors): ``(distance, update_op)``, float32; ``weights``
+    weight each vector (broadcastable to the products summed over ``dim``, kept as size 1).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     _, update = tf.metrics.mean_cosine_distance([[1.0, 0.0], [0.0, 1.0]],
+    ...                                                 [[0.6, 0.8], [0.0, 1.0]], dim=1)
+    ...     sess = tf.Session()
+    ...     sess.run(tf.local_variables_initializer())
+    ...     print(round(float(sess.run(update)), 4))   # 1 - (0.6 + 1) / 2
+    0.2
+    """
+    predictions, labels, weights = _squeezed(convert_to_tensor(predictions),
+                                             convert_to_tensor(labels), weights)
+    radial = math_ops.reduce_sum(math_ops.multiply(predictions, labels), axis=[dim],
+                                 keepdims=True)
+    value, update_op = mean(radial, weights, None, None, name or "mean_cosine_distance")
+    value, update_op = math_ops.subtract(1.0, value), math_ops.subtract(1.0, update_op)
+    _collect(metrics_collections, value)
+    _collect(updates_collections, update_op)
+    return value, update_op
+
+
+def mean_relative_error(labels, predictions, normalizer, weights=None, metrics_collections=None,
+                        updates_collections=None, name=None):
+    """The mean of ``|labels - predictions| / normalizer`` over every value seen (0 where the
+    normalizer is 0): ``(value, update_op)``, float32.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     _, update = tf.metrics.mean_relative_error([1.0, 2.0], [1.5, 1.0], normalizer=[1.0, 2.0])
+    ...     sess = tf.Session()
+    ...     sess.run(tf.local_variables_initializer())
+    ...     print(sess.run(update))   # (0.5 / 1 + 1 / 2) / 2
+    0.5
+    """
+    predictions, labels, weights = _squeezed(
+        math_ops.cast(convert_to_tensor(predictions), dtypes.float32),
+        math_ops.cast(convert_to_tensor(labels), dtypes.float32), weights)
+    predictions, normalizer, _ = _squeezed(
+        predictions, math_ops.cast(convert_to_tensor(normalizer), dtypes.float32))
+    relative = array_ops.where(math_ops.equal(normalizer, 0.0), array_ops.zeros_like(labels),
+                               math_ops.divide(math_ops.abs(labels - predictions), normalizer))
+    return mean(relative, weights, metrics_collections, updates_collections,
+                name or "mean_relative_error")
 
 
 __all__ = ["mean", "accuracy", "mean_absolute_error", "mean_squared_error",
@@ -675,4 +876,6 @@ __all__ = ["mean", "accuracy", "mean_absolute_error", "mean_squared_error",
            "false_negatives_at_thresholds", "precision_at_thresholds", "recall_at_thresholds",
            "auc", "mean_per_class_accuracy", "mean_iou", "precision_at_k", "recall_at_k",
            "mean_tensor", "percentage_below", "sensitivity_at_specificity",
-           "specificity_at_sensitivity"]
+           "specificity_at_sensitivity", "precision_at_top_k", "recall_at_top_k",
+           "sparse_precision_at_k", "average_precision_at_k", "sparse_average_precision_at_k",
+           "mean_cosine_distance", "mean_relative_error"]

@@ -28,7 +28,7 @@ from zps.framework.graph import convert_to_tensor, get_default_graph, is_symboli
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
 from zps.ops import array_ops, math_ops, random_ops
-from zps.ops.op_util import const_axis, make_op, normalize_axis, same_shape
+from zps.ops.op_util import broadcast_static, const_axis, make_op, normalize_axis, same_shape
 
 _log = logging.getLogger(__name__)
 
@@ -67,6 +67,10 @@ def _axis_attr(axis, x, op_name):
         return -1
     if ndims == 0:
         raise ValueError("%s needs a tensor of rank >= 1; %s is a scalar" % (op_name, x.name))
+    if not -ndims <= axis < ndims:  # TF1's error type for it (not a ValueError)
+        raise errors.InvalidArgumentError(
+            None, None, "`dim` must be in the range [%d, %d) where %d is the number of dimensions "
+            "of %s (%s), got %d" % (-ndims, ndims, ndims, x.name, op_name, axis))
     return normalize_axis(axis, ndims, op_name)[0]
 
 
@@ -204,8 +208,8 @@ def _selu_kernel(ctx, x):
 
 
 def _selu_grad_kernel(ctx, g, y):
-    # For y <= 0, dy/dx = scale * alpha * exp(x) = y + scale * alpha.
-    return g * ctx.xp.where(y > 0, _SELU_SCALE, y + _SELU_SCALE * _SELU_ALPHA).astype(g.dtype,
+    # For y < 0, dy/dx = scale * alpha * exp(x) = y + scale * alpha; at 0, TF1's scale.
+    return g * ctx.xp.where(y < 0, y + _SELU_SCALE * _SELU_ALPHA, _SELU_SCALE).astype(g.dtype,
                                                                                        copy=False)
 
 
@@ -413,7 +417,10 @@ def bias_add(value, bias, data_format=None, name=None):
     if data_format not in ("NHWC", "NCHW"):
         raise ValueError("bias_add: data_format must be 'NHWC' or 'NCHW', got %r" % (data_format,))
     v = convert_to_tensor(value)
-    b = _same_dtype(bias, v, "BiasAdd", "bias")
+    try:
+        b = _same_dtype(bias, v, "BiasAdd", "bias")
+    except TypeError as e:  # TF1 converts bias to value's dtype: a ValueError there
+        raise ValueError(str(e)) from None
     return make_op("BiasAdd", [v, b], name=name or "BiasAdd", data_format=data_format)
 
 
@@ -527,8 +534,10 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
             raise ValueError("logits and labels must have the same shape (%s vs %s)"
                              % (x.get_shape(), z.get_shape())) from None
         log_weight = 1.0 + (q - 1.0) * z
-        # log(1 + exp(-x)) = softplus(-x), computed stably by the Softplus kernel.
-        return math_ops.add((1.0 - z) * x, log_weight * softplus(-x), name=scope)
+        # log(1 + exp(-x)) written as TF1 writes it, so that the gradient at x = 0 is TF1's too
+        # (abs and relu have slope 0 there: the gradient is 1 - z).
+        log1p_exp = math_ops.log1p(math_ops.exp(-math_ops.abs(x))) + relu(-x)
+        return math_ops.add((1.0 - z) * x, log_weight * log1p_exp, name=scope)
 
 
 # SoftmaxCrossEntropyWithLogits(logits, labels) -> (loss, backprop): fused as in TF1.
@@ -580,6 +589,20 @@ def _xent_logits(logits, what):
     return x
 
 
+def _broadcast_xent_args(x, z):
+    """Logits and labels of known, different but broadcastable shapes (TF1's kernel broadcasts
+    them: one row of labels for a batch of logits) broadcast to their common shape."""
+    xs, zs = x.get_shape(), z.get_shape()
+    if not (xs.is_fully_defined() and zs.is_fully_defined()) or xs == zs:
+        return x, z
+    try:
+        common = broadcast_static(xs, zs)
+    except ValueError:
+        return x, z  # the op's shape rule reports the mismatch
+    return tuple(t if t.get_shape() == common else array_ops.broadcast_to(t, common.as_list())
+                 for t in (x, z))
+
+
 def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=None, dim=-1,
                                          name=None, axis=None):
     """``-sum(labels * log_softmax(logits), axis)`` for a probability distribution ``labels`` of
@@ -590,6 +613,7 @@ def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=Non
     z = convert_to_tensor(labels) if is_symbolic(labels) else convert_to_tensor(labels, dtype=x.dtype)
     if z.dtype != x.dtype:
         z = math_ops.cast(z, x.dtype)  # TF1 casts the labels to the logits' type
+    x, z = _broadcast_xent_args(x, z)
     axis = _axis_attr(-1 if axis is None else axis, x, "softmax_cross_entropy_with_logits")
     return make_op("SoftmaxCrossEntropyWithLogits", [x, z],
                    name=name or "softmax_cross_entropy_with_logits", axis=axis)[0]

@@ -325,7 +325,13 @@ def _multinomial_shape(op):
 
 
 def _multinomial_kernel(ctx, logits, num_samples, seed, seed2, output_dtype, op_name):
-    xp = ctx.xp
+    return categorical_draw(ctx.xp, logits, num_samples, _generator(ctx, op_name, seed, seed2),
+                            output_dtype)
+
+
+def categorical_draw(xp, logits, num_samples, gen, output_dtype):
+    """``num_samples`` class ids per row of the 2-D ``logits``, drawn with the numpy Generator
+    ``gen`` (shared by Multinomial and StatelessMultinomial)."""
     n = int(num_samples)
     if logits.ndim != 2 or logits.shape[1] == 0 or n < 0:
         raise errors.InvalidArgumentError(
@@ -335,7 +341,7 @@ def _multinomial_kernel(ctx, logits, num_samples, seed, seed2, output_dtype, op_
     # Sample by inverting the unnormalized CDF of softmax(logits) row by row.
     z = logits.astype(np.float64)
     cdf = xp.cumsum(xp.exp(z - z.max(axis=1, keepdims=True)), axis=1)
-    u = xp.asarray(_generator(ctx, op_name, seed, seed2).random((batch, n))) * cdf[:, -1:]
+    u = xp.asarray(gen.random((batch, n))) * cdf[:, -1:]
     out = xp.empty((batch, n), dtype=output_dtype.as_numpy_dtype)
     for i in range(batch):
         out[i] = xp.searchsorted(cdf[i], u[i], side="right")

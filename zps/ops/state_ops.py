@@ -3,6 +3,11 @@
 A variable op (``VariableV2``) outputs a *reference* to its storage in the task's ResourceManager;
 ops that update it receive the container (``ref_inputs``), every other consumer gets its value.
 Updates hold the container's lock, so concurrent ``assign_add``s from many sessions are exact.
+
+A resource variable (``use_resource=True``, TF1's ResourceVariable) is the same op with the attr
+``use_resource``; its reads are ``ReadVariableOp``s and its assigns carry the attr too, marking
+its container copy-on-write: an update never changes an array a read still holds (see
+zps.runtime.resources). Ref variables keep TF1's ref semantics: reads share the storage.
 """
 
 import contextlib
@@ -26,9 +31,17 @@ def _ref_tensor(ref):
     return t
 
 
+def is_resource(ref_tensor):
+    """Whether ``ref_tensor`` is a resource variable's (``use_resource=True``)."""
+    return bool(ref_tensor.op._attrs.get("use_resource"))
+
+
 # -- VariableV2 ----------------------------------------------------------------------------------
-def _variable_kernel(ctx, dtype, shape, shared_name, op_name):
-    return ctx.resources.variable(shared_name or op_name)
+def _variable_kernel(ctx, dtype, shape, shared_name, op_name, use_resource=False):
+    container = ctx.resources.variable(shared_name or op_name)
+    if use_resource:
+        container.copy_on_write = True
+    return container
 
 
 register_op("VariableV2", dtype=lambda op: op._attrs["dtype"],
@@ -36,11 +49,27 @@ register_op("VariableV2", dtype=lambda op: op._attrs["dtype"],
             stateful=True, light_ok=True, ref_output=True, needs_op_name=True, grad=None)
 
 
-def variable_op_v2(shape, dtype, name="Variable", shared_name=""):
+def variable_op_v2(shape, dtype, name="Variable", shared_name="", use_resource=False):
     """The raw variable op; use ``zps.Variable`` or ``zps.get_variable`` instead."""
     s = as_shape(shape)
+    attrs = {"use_resource": True} if use_resource else {}
     return make_op("VariableV2", [], name=name, dtype=_dtypes.as_dtype(dtype),
-                   shape=None if s.ndims is None else tuple(s.as_list()), shared_name=shared_name)
+                   shape=None if s.ndims is None else tuple(s.as_list()), shared_name=shared_name,
+                   **attrs)
+
+
+# -- ReadVariableOp ------------------------------------------------------------------------------
+# A resource variable's read: the variable's array when the read runs, which later updates leave
+# as it is (they update a copy while a read holds it). Its gradient goes to the variable.
+register_op("ReadVariableOp", shape=same_shape, kernel=lambda ctx, value: value,
+            grad=lambda op, g: [g], aliases_input=True, sparse_grad_ok=True, stateful=True,
+            light_ok=True)
+
+
+def read_variable_op(ref, name=None):
+    """A read of the variable ``ref`` (a snapshot for a resource variable); where it runs is
+    the caller's to choose (Variable reads are colocated with the variable)."""
+    return make_op("ReadVariableOp", [_ref_tensor(ref)], name=name or "ReadVariableOp")
 
 
 # -- Assign --------------------------------------------------------------------------------------
@@ -51,12 +80,14 @@ def _check_update_shape(ref, value, what):
             "(variable %s)" % (what, list(ref.value.shape), list(value.shape), ref.name))
 
 
-def _assign_kernel(ctx, ref, value, validate_shape, use_locking):
+def _assign_kernel(ctx, ref, value, validate_shape, use_locking, use_resource=False):
     with ref.lock:
+        if use_resource:
+            ref.copy_on_write = True
         if validate_shape:
             _check_update_shape(ref, value, "Assign")
-        current = ref.value
-        if (type(current) is type(value) or type(current) is np.ndarray
+        current = None if ref.in_use() else ref.value   # a read holds it: a fresh array
+        if current is not None and (type(current) is type(value) or type(current) is np.ndarray
                 and isinstance(value, np.generic)) and current.shape == value.shape \
                 and current.dtype == value.dtype:
             # Into the variable's own storage, as TF1's Assign does: reads of the variable that
@@ -83,8 +114,10 @@ def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     if validate and not r.get_shape().is_compatible_with(v.get_shape()):
         raise ValueError("Shapes %s and %s are incompatible: cannot assign a value of shape %s to "
                          "variable %s" % (r.get_shape(), v.get_shape(), v.get_shape(), r.op.name))
+    # A resource variable's assigns (its initializer, a restore) mark its container.
+    attrs = {"use_resource": True} if is_resource(r) else {}
     return make_op("Assign", [r, v], name=name or "Assign", validate_shape=validate,
-                   use_locking=bool(use_locking))
+                   use_locking=bool(use_locking), **attrs)
 
 
 def _update_kernel(what, fn, undo):
@@ -92,7 +125,7 @@ def _update_kernel(what, fn, undo):
         if getattr(value, "zps_streamed", False):   # a large push still arriving
             return apply_streamed(ctx, ref, value, ref.lock, fn, undo, what)
         with ref.lock:
-            current = ref.read()
+            current = ref.writable()
             if current.shape != value.shape and value.size != 1:
                 _check_update_shape(ref, value, what)
             fn(current, value)
@@ -130,10 +163,12 @@ def apply_streamed(ctx, ref, incoming, lock, apply, undo, what):
         current = ref.read()
         if current.shape != incoming.shape:
             _check_update_shape(ref, incoming, what)
-    if not current.flags.c_contiguous:   # no flat view to update in place: take it whole
+        contiguous = current.flags.c_contiguous
+    current = None   # held here, it would count as a read (a resource variable's copy-on-write)
+    if not contiguous:   # no flat view to update in place: take it whole
         incoming.wait()
         with guard:
-            current = ref.read()
+            current = ref.writable()
             apply(current, incoming.array)
             return current
     incoming.claim()   # the chunks are added straight from the received frames: no copy
@@ -141,12 +176,12 @@ def apply_streamed(ctx, ref, incoming, lock, apply, undo, what):
     forget = ctx.on_cancel(incoming.fail)
     try:
         for start, stop, values in incoming.ranges():
-            with guard:
-                apply(ref.read().reshape(-1)[start:stop], values)
+            with guard:   # (a read taken between two ranges keeps what it saw)
+                apply(ref.writable().reshape(-1)[start:stop], values)
             applied.append((start, stop, values))
     except BaseException as e:
         with guard:
-            flat = ref.read().reshape(-1)
+            flat = ref.writable().reshape(-1)
             for start, stop, values in applied:
                 undo(flat[start:stop], values)
         if isinstance(e, errors.OpError):
@@ -178,7 +213,7 @@ def assign_sub(ref, value, use_locking=None, name=None):
 def _scatter_kernel(fn):
     def kernel(ctx, ref, indices, updates, use_locking):
         with ref.lock:
-            current = ref.read()
+            current = ref.writable()
             n = current.shape[0]
             if indices.size and (indices.min() < 0 or indices.max() >= n):
                 raise errors.InvalidArgumentError(
@@ -236,7 +271,7 @@ def scatter_sub(ref, indices, updates, use_locking=False, name=None):
 # -- CountUpTo -----------------------------------------------------------------------------------
 def _count_up_to_kernel(ctx, ref, limit):
     with ref.lock:
-        current = ref.read()
+        current = ref.writable()
         before = current.copy()
         if int(before) >= limit:
             raise errors.OutOfRangeError(None, None, "Reached limit of %d" % limit)

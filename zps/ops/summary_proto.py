@@ -1,7 +1,10 @@
 """TensorFlow's summary and event protos (``tf.Summary``, ``tf.HistogramProto``,
 ``tf.SummaryMetadata``, ``tf.Event``, ``tf.SessionLog``), serialized byte for byte as TensorFlow
 does (tensorflow/core/framework/summary.proto, tensor.proto, tensor_shape.proto,
-core/util/event.proto, tsl histogram.proto; all proto3).
+core/util/event.proto, tsl histogram.proto; all proto3); and the parts of TensorFlow's GraphDef
+(graph.proto, node_def.proto, attr_value.proto) and RunMetadata (config.proto, step_stats.proto)
+that ``tf.summary.FileWriter`` writes for TensorBoard's graph view. zps's own graph_def is plain
+data (zps/framework/serialization.py); these protos are only what event files hold.
 
 >>> import zps as tf
 >>> summary = tf.Summary(value=[tf.Summary.Value(tag="val/accuracy", simple_value=0.5)])
@@ -13,8 +16,9 @@ core/util/event.proto, tsl histogram.proto; all proto3).
 
 from zps.framework.protobuf import Field, Message
 
-__all__ = ["Event", "HistogramProto", "SessionLog", "Summary", "SummaryMetadata", "TensorProto",
-           "TensorShapeProto"]
+__all__ = ["AttrValue", "Event", "GraphDefProto", "HistogramProto", "NodeDefProto",
+           "RunMetadataProto", "SessionLog", "SourceMetadata", "Summary", "SummaryMetadata",
+           "TensorProto", "TensorShapeProto"]
 
 # TF's DataType enum, for text format (zps's dtypes carry the numbers: DType.as_datatype_enum).
 _DATA_TYPES = {0: "DT_INVALID", 1: "DT_FLOAT", 2: "DT_DOUBLE", 3: "DT_INT32", 4: "DT_UINT8",
@@ -132,8 +136,17 @@ class SessionLog(Message):
 
 
 class TaggedRunMetadata(Message):
+    """A session.run's serialized RunMetadata under a tag (``FileWriter.add_run_metadata``)."""
+
     FULL_NAME = "tensorflow.TaggedRunMetadata"
     FIELDS = (Field("tag", 1, "string"), Field("run_metadata", 2, "bytes"))
+
+
+class SourceMetadata(Message):
+    """Which program wrote an event file (set on its first event)."""
+
+    FULL_NAME = "tensorflow.SourceMetadata"
+    FIELDS = (Field("writer", 1, "string"),)
 
 
 class Event(Message):
@@ -146,4 +159,74 @@ class Event(Message):
               Field("summary", 5, Summary, oneof="what"),
               Field("session_log", 7, SessionLog, oneof="what"),
               Field("tagged_run_metadata", 8, TaggedRunMetadata, oneof="what"),
-              Field("meta_graph_def", 9, "bytes", oneof="what"))
+              Field("meta_graph_def", 9, "bytes", oneof="what"),
+              Field("source_metadata", 10, SourceMetadata))
+
+
+# -- the graph and run metadata TensorBoard's graph view shows ------------------------------------
+class _ListValue(Message):
+    FULL_NAME = "tensorflow.AttrValue.ListValue"
+    FIELDS = (Field("s", 2, "bytes", repeated=True), Field("i", 3, "int64", repeated=True),
+              Field("f", 4, "float", repeated=True), Field("b", 5, "bool", repeated=True),
+              Field("type", 6, "enum", repeated=True, enum=_DATA_TYPES),
+              Field("shape", 7, TensorShapeProto, repeated=True),
+              Field("tensor", 8, TensorProto, repeated=True))
+
+
+class AttrValue(Message):
+    """One attr of a NodeDef: a string, int, float, bool, dtype, shape, tensor or a list of one
+    of those."""
+
+    ListValue = _ListValue
+    FULL_NAME = "tensorflow.AttrValue"
+    FIELDS = (Field("list", 1, _ListValue, oneof="value"), Field("s", 2, "bytes", oneof="value"),
+              Field("i", 3, "int64", oneof="value"), Field("f", 4, "float", oneof="value"),
+              Field("b", 5, "bool", oneof="value"),
+              Field("type", 6, "enum", oneof="value", enum=_DATA_TYPES),
+              Field("shape", 7, TensorShapeProto, oneof="value"),
+              Field("tensor", 8, TensorProto, oneof="value"))
+
+
+class NodeDefProto(Message):
+    """An op of a GraphDef (TensorFlow's NodeDef proto; zps's NodeDef is its plain-data form)."""
+
+    FULL_NAME = "tensorflow.NodeDef"
+    FIELDS = (Field("name", 1, "string"), Field("op", 2, "string"),
+              Field("input", 3, "string", repeated=True), Field("device", 4, "string"),
+              Field("attr", 5, AttrValue, map_key="string"))
+
+
+class GraphDefProto(Message):
+    """A graph as TensorFlow's GraphDef proto (its nodes only), for TensorBoard."""
+
+    FULL_NAME = "tensorflow.GraphDef"
+    FIELDS = (Field("node", 1, NodeDefProto, repeated=True),)
+
+
+class _NodeExecStats(Message):
+    FULL_NAME = "tensorflow.NodeExecStats"
+    FIELDS = (Field("node_name", 1, "string"), Field("all_start_micros", 2, "int64"),
+              Field("op_start_rel_micros", 3, "int64"), Field("op_end_rel_micros", 4, "int64"),
+              Field("all_end_rel_micros", 5, "int64"), Field("timeline_label", 8, "string"),
+              Field("scheduled_micros", 9, "int64"), Field("thread_id", 10, "uint32"))
+
+
+class _DeviceStepStats(Message):
+    FULL_NAME = "tensorflow.DeviceStepStats"
+    FIELDS = (Field("device", 1, "string"),
+              Field("node_stats", 2, _NodeExecStats, repeated=True))
+
+
+class _StepStats(Message):
+    FULL_NAME = "tensorflow.StepStats"
+    FIELDS = (Field("dev_stats", 1, _DeviceStepStats, repeated=True),)
+
+
+class RunMetadataProto(Message):
+    """A traced session.run as TensorFlow's RunMetadata proto (per-op times of each device, and
+    the partition graphs); zps's ``tf.RunMetadata`` is its plain-Python form."""
+
+    StepStats, DeviceStepStats, NodeExecStats = _StepStats, _DeviceStepStats, _NodeExecStats
+    FULL_NAME = "tensorflow.RunMetadata"
+    FIELDS = (Field("step_stats", 1, _StepStats),
+              Field("partition_graphs", 3, GraphDefProto, repeated=True))

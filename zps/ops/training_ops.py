@@ -1,7 +1,8 @@
 """Training ops: in-place optimizer updates of a variable and its slots (TF1's training_ops).
 
 Each op takes the variable and its slots as references (``ref_inputs``), updates them in place,
-and outputs the variable's new value. ``use_locking=True`` holds the containers' locks for the
+and outputs the variable's new value (in place of a copy, for a resource variable whose array a
+read still holds: zps.runtime.resources). ``use_locking=True`` holds the containers' locks for the
 whole update; otherwise concurrent steps update without locks (Hogwild, as in TF1).
 
 Dense updates walk the arrays in cache-sized blocks with ``out=`` ufuncs and one small per-thread
@@ -56,8 +57,9 @@ def _locked(use_locking, refs):
 
 
 def _read_refs(refs):
-    """The arrays of ``refs`` (var first), checked to have the variable's shape."""
-    arrays = [r.read() for r in refs]
+    """The arrays of ``refs`` (var first) to update in place, checked to have the variable's
+    shape (a resource variable's array that a read still holds is copied first)."""
+    arrays = [r.writable() for r in refs]
     var = arrays[0]
     for ref, a in zip(refs[1:], arrays[1:]):
         if a.shape != var.shape:

@@ -84,11 +84,13 @@ class _VariableStore:
                     name, partitioner, shape=shape, dtype=dtype, initializer=initializer,
                     regularizer=regularizer, reuse=reuse, trainable=trainable,
                     collections=collections, caching_device=caching_device,
-                    validate_shape=validate_shape, constraint=constraint)
+                    validate_shape=validate_shape, use_resource=use_resource,
+                    constraint=constraint)
             return self._get_single_variable(
                 name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
                 reuse=reuse, trainable=trainable, collections=collections,
-                caching_device=caching_device, validate_shape=validate_shape, constraint=constraint)
+                caching_device=caching_device, validate_shape=validate_shape,
+                use_resource=use_resource, constraint=constraint)
 
         kwargs = dict(name=name, shape=shape, dtype=dtype, initializer=initializer,
                       regularizer=regularizer, reuse=reuse, trainable=trainable,
@@ -107,7 +109,7 @@ class _VariableStore:
     def _get_partitioned_variable(self, name, partitioner, shape=None, dtype=_dtypes.float32,
                                   initializer=None, regularizer=None, reuse=None, trainable=True,
                                   collections=None, caching_device=None, validate_shape=True,
-                                  constraint=None):
+                                  use_resource=None, constraint=None):
         """Get or create the PartitionedVariable ``name`` (shards ``name/part_<i>``), as TF1."""
         initializing_from_value = initializer is not None and not callable(initializer)
         with self._lock:
@@ -177,7 +179,8 @@ class _VariableStore:
                         shard_name, shape=init_shape, dtype=shard_dtype, initializer=init,
                         regularizer=regularizer, reuse=reuse, trainable=trainable,
                         collections=collections, caching_device=caching_device,
-                        validate_shape=validate_shape, constraint=constraint, partition_info=info)
+                        validate_shape=validate_shape, use_resource=use_resource,
+                        constraint=constraint, partition_info=info)
                 var._set_save_slice_info(SaveSliceInfo(name, full_shape, offset, var_shape))
                 shards.append(var)
             result = partitioned_variables.PartitionedVariable(
@@ -187,8 +190,8 @@ class _VariableStore:
 
     def _get_single_variable(self, name, shape=None, dtype=_dtypes.float32, initializer=None,
                              regularizer=None, reuse=None, trainable=True, collections=None,
-                             caching_device=None, validate_shape=True, constraint=None,
-                             partition_info=None):
+                             caching_device=None, validate_shape=True, use_resource=None,
+                             constraint=None, partition_info=None):
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape (variable %s)."
@@ -222,7 +225,7 @@ class _VariableStore:
                 v = Variable(initial_value=init_val, name=name, trainable=trainable,
                              collections=collections, caching_device=caching_device,
                              dtype=variable_dtype, validate_shape=validate_shape,
-                             constraint=constraint)
+                             constraint=constraint, use_resource=use_resource)
             self._vars[name] = v
         if regularizer:
             add_regularization_loss(v, regularizer, name)
@@ -633,6 +636,40 @@ class variable_scope:  # noqa: N801 - TF1's public name
                 graph_cm.__exit__(*exc)
 
 
+# -- resource variables by default -------------------------------------------------------------------
+_DEFAULT_USE_RESOURCE = False
+
+
+def enable_resource_variables():
+    """Make variables created without ``use_resource`` (and outside a variable scope that sets
+    it) resource variables, whose reads are snapshots (TF1's ``tf.enable_resource_variables``)."""
+    global _DEFAULT_USE_RESOURCE
+    _DEFAULT_USE_RESOURCE = True
+
+
+def disable_resource_variables():
+    """Make variables created without ``use_resource`` ref variables again (the default)."""
+    global _DEFAULT_USE_RESOURCE
+    _DEFAULT_USE_RESOURCE = False
+
+
+def resource_variables_enabled():
+    """Whether variables are resource variables unless told otherwise.
+
+    >>> import zps as tf
+    >>> tf.resource_variables_enabled()
+    False
+    """
+    return _DEFAULT_USE_RESOURCE
+
+
+def default_use_resource():
+    """``use_resource`` for a variable created without one: the current variable scope's, else
+    the default (``enable_resource_variables``)."""
+    scope = get_variable_scope().use_resource
+    return _DEFAULT_USE_RESOURCE if scope is None else bool(scope)
+
+
 # -- get_variable ----------------------------------------------------------------------------------
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
                  collections=None, caching_device=None, partitioner=None, validate_shape=True,
@@ -643,7 +680,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     New variables are initialized by ``initializer`` (an initializer, a callable, a Tensor or a
     Python/numpy value; then ``shape`` must not be given), else the scope's initializer, else
     glorot_uniform for floats and zeros for ints and bools. ``regularizer(variable)`` results go to
-    ``GraphKeys.REGULARIZATION_LOSSES``. Reusing follows the scope's ``reuse``.
+    ``GraphKeys.REGULARIZATION_LOSSES``. Reusing follows the scope's ``reuse``. ``use_resource``
+    (else the scope's, else ``resource_variables_enabled()``) makes a ResourceVariable.
 
     >>> import zps as tf
     >>> with tf.Graph().as_default():
@@ -677,6 +715,9 @@ def get_local_variable(name, shape=None, dtype=None, initializer=None, regulariz
 
 __all__ = [
     "AUTO_REUSE",
+    "enable_resource_variables",
+    "disable_resource_variables",
+    "resource_variables_enabled",
     "VariableScope",
     "variable_scope",
     "get_variable_scope",

@@ -1,5 +1,20 @@
 """``Variable``: state that persists across ``Session.run`` calls, and its collections.
 
+A ``Variable`` is TF1's ref variable: its reads share its storage, so a read that runs before an
+in-place update may still see the update. A ``ResourceVariable`` (``use_resource=True``, a
+``variable_scope(use_resource=True)`` or ``tf.enable_resource_variables()``) reads snapshots:
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     v = tf.Variable([1.0, 2.0], use_resource=True)
+...     r = v.read_value()
+...     with tf.control_dependencies([r]):
+...         a = v.assign_add([5.0, 5.0])
+...     with tf.Session() as sess:
+...         sess.run(v.initializer)
+...         print(type(v).__name__, sess.run([r, a]))
+ResourceVariable [array([1., 2.], dtype=float32), array([6., 7.], dtype=float32)]
+
 >>> import zps as tf
 >>> with tf.Graph().as_default():
 ...     v = tf.Variable([1.0, 2.0], name="v")
@@ -29,7 +44,20 @@ from zps.ops.op_util import make_op
 
 
 class Variable:
-    """A variable: a VariableV2 op holding state, its initializer, and a ``read`` snapshot."""
+    """A variable: a VariableV2 op holding state, its initializer, and a ``read`` snapshot.
+
+    ``tf.Variable(..., use_resource=True)`` makes a ResourceVariable, as does ``use_resource=None``
+    inside ``variable_scope(use_resource=True)`` or after ``tf.enable_resource_variables()``.
+    """
+
+    _resource = False   # a ResourceVariable's reads are snapshots
+
+    def __new__(cls, *args, **kwargs):
+        # TF1's default variable creator: use_resource, else the variable scope's, else the
+        # default. (Without arguments: an object filled in by its caller, as the Saver's import.)
+        if cls is Variable and (args or kwargs) and _use_resource(kwargs.get("use_resource")):
+            cls = ResourceVariable
+        return super().__new__(cls)
 
     def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
                  caching_device=None, name=None, variable_def=None, dtype=None,
@@ -66,7 +94,7 @@ class Variable:
             elif not validate_shape:
                 init_shape = unknown_shape()
             self._variable = state_ops.variable_op_v2(init_shape, self._initial_value.dtype,
-                                                      name=scope)
+                                                      name=scope, use_resource=self._resource)
             var_op = self._variable.op
             # Initializer ops built by a callable run where the variable lives (TF1 colocation).
             for op in init_ops:
@@ -75,12 +103,16 @@ class Variable:
             with graph.colocate_with(var_op):
                 self._initializer_op = state_ops.assign(
                     self._variable, self._initial_value, validate_shape=validate_shape).op
-            # TF1: the snapshot lives on the caching device if given, else with the variable
-            # (a device function such as replica_device_setter(worker_device=".../gpu:0") must
-            # not move a ps variable's read onto the ps's GPU).
-            with (graph.device(caching_device) if caching_device else graph.colocate_with(var_op)):
-                self._snapshot = array_ops.identity(self._variable, name="read")
+            self._snapshot = self._build_snapshot(graph, caching_device)
         graph.add_to_collections(collections, self)
+
+    def _build_snapshot(self, graph, caching_device):
+        # TF1: the snapshot lives on the caching device if given, else with the variable
+        # (a device function such as replica_device_setter(worker_device=".../gpu:0") must
+        # not move a ps variable's read onto the ps's GPU).
+        with (graph.device(caching_device) if caching_device
+              else graph.colocate_with(self._variable.op)):
+            return array_ops.identity(self._variable, name="read")
 
     # -- identity ------------------------------------------------------------------------------
     name = property(lambda self: self._variable.name)
@@ -174,6 +206,70 @@ class Variable:
 
     def _get_save_slice_info(self):
         return self._save_slice_info
+
+
+class ResourceVariable(Variable):
+    """A variable with TF1's resource semantics (``use_resource=True``): every read is a snapshot.
+
+    A read that runs before an update keeps the value it read, in its step and after; a read
+    made inside ``control_dependencies`` (``v.value()``, ``v * 2``, ``v.read_value()``) is a new
+    read that waits for them, so it sees their updates. Updates change the variable's array in
+    place unless a read still holds it (then they update a copy: zps.runtime.resources), so a
+    training step, whose forward reads are done before its optimizer applies, copies nothing.
+    """
+
+    _resource = True
+
+    def _build_snapshot(self, graph, caching_device):
+        # TF1: <name>/Read/ReadVariableOp, with the variable; an Identity of it on the caching
+        # device, if any, is the value every use reads.
+        with graph.name_scope("Read"), graph.colocate_with(self._variable.op):
+            self._graph_element = state_ops.read_variable_op(self._variable)
+        self._cached_value = None
+        if caching_device:
+            with graph.colocate_with(None, ignore_existing=True), graph.device(caching_device):
+                self._cached_value = array_ops.identity(self._graph_element)
+        return self._graph_element
+
+    @property
+    def handle(self):
+        """The variable's reference tensor (``<name>:0``): in zps, what TF's resource handle is
+        (the ops that update the variable take it)."""
+        return self._variable
+
+    def value(self):
+        """The variable's value: a new read under the current control dependencies, if any,
+        else the variable's shared read (``<name>/Read/ReadVariableOp:0``, or its copy on the
+        caching device)."""
+        if self._cached_value is not None:
+            return self._cached_value
+        if self.graph._current_control_inputs():
+            return self._read()
+        return self._graph_element
+
+    def read_value(self):
+        """A new read of the variable (``Read/ReadVariableOp``): its value when the read runs."""
+        with self.graph.name_scope("Read"):
+            return self._read()
+
+    def sparse_read(self, indices, name=None):
+        """The rows ``indices`` of the variable, gathered where it lives (its gradient is an
+        IndexedSlices: a sparse update)."""
+        graph = self.graph
+        with graph.name_scope("Gather" if name is None else name) as scope, \
+                graph.colocate_with(self._variable.op, ignore_existing=True):
+            return array_ops.gather(self._variable, indices, name=scope)
+
+    def _read(self):
+        with self.graph.colocate_with(self._variable.op, ignore_existing=True):
+            return state_ops.read_variable_op(self._variable)
+
+
+def _use_resource(use_resource):
+    if use_resource is None:
+        from zps.ops import variable_scope  # it builds on this module
+        return variable_scope.default_use_resource()
+    return bool(use_resource)
 
 
 class SaveSliceInfo:

@@ -1119,6 +1119,9 @@ class _FedRef:
             None, None, "Cannot update a variable whose value is fed in this step: remove it "
             "from feed_dict to update it.")
 
+    def writable(self):
+        return self.lock   # refused, as above
+
 
 # -- fetches: variable storage is never handed out (TF1 copies every fetched value) ------------
 def _fetch_fixers(ops, fetches, fed, slots):

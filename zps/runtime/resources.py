@@ -3,8 +3,16 @@
 Every session on a task shares one ResourceManager (a local ``Session('')`` has its own), so
 variables placed on a ps task are shared by all the workers that step against it. Containers
 carry a lock: update kernels hold it so concurrent ``assign_add``s are never lost.
+
+A read of a variable hands out its array itself (no copy). For a ref variable (TF1's default)
+later in-place updates show through such a read; a resource variable (``use_resource=True``)
+reads snapshots, as TF's: an update finding its array still held by a read -- a step's value or
+a view of it, a fetch, a queued element, a zero-copy send in flight -- updates a copy instead
+(``VariableContainer.writable``), as TF's kernels copy a buffer whose refcount is not one. A
+training step's reads are dead by the time its optimizer applies, so it copies nothing.
 """
 
+import sys
 import threading
 
 import numpy as np
@@ -13,22 +21,44 @@ from zps.framework import errors
 
 
 class VariableContainer:
-    """The storage of one variable: ``value`` is an ndarray, or None until initialized."""
+    """The storage of one variable: ``value`` is an ndarray, or None until initialized;
+    ``copy_on_write`` marks a resource variable (set by its assigns: see the module doc)."""
 
-    __slots__ = ("name", "value", "lock")
+    __slots__ = ("name", "value", "lock", "copy_on_write")
 
     def __init__(self, name):
         self.name = name
         self.value = None
         self.lock = threading.Lock()
+        self.copy_on_write = False
 
     def read(self):
         value = self.value
         if value is None:
-            raise errors.FailedPreconditionError(
-                None, None, "Attempting to use uninitialized value %s: run its initializer first "
-                "(e.g. sess.run(tf.global_variables_initializer()))." % self.name)
+            self._uninitialized()
         return value
+
+    def writable(self):
+        """The array to update in place: for a resource variable whose array a read still holds,
+        a copy of it, which becomes the variable's value (the read keeps the old one)."""
+        if self.in_use():
+            self.value = self.read().copy()
+        return self.read()
+
+    def in_use(self):
+        """Whether a read of this resource variable still holds its array (then an update
+        that replaces the whole value writes a new array instead)."""
+        return self.copy_on_write and self._refs() > _ALONE
+
+    def _refs(self):
+        # Views hold their base: a reshape or slice of a read counts as the read.
+        value = self.value
+        return sys.getrefcount(value)
+
+    def _uninitialized(self):
+        raise errors.FailedPreconditionError(
+            None, None, "Attempting to use uninitialized value %s: run its initializer first "
+            "(e.g. sess.run(tf.global_variables_initializer()))." % self.name)
 
     @property
     def initialized(self):
@@ -37,6 +67,17 @@ class VariableContainer:
     def __repr__(self):
         state = "uninitialized" if self.value is None else "%s%s" % (self.value.dtype, self.value.shape)
         return "<VariableContainer %s %s>" % (self.name, state)
+
+
+def _refs_alone():
+    # What _refs counts for an array held by nothing but its container (3 on CPython 3.11: the
+    # container, the local and getrefcount's argument; interpreters may count fewer).
+    container = VariableContainer("")
+    container.value = np.empty(0)
+    return container._refs()
+
+
+_ALONE = _refs_alone()
 
 
 class ResourceManager:

@@ -43,6 +43,16 @@ stats = {"h2d": 0, "d2h": 0, "d2h_pinned": 0, "d2d": 0, "pinned_alloc": 0, "kern
 _local = threading.local()
 
 
+def real_gpu():
+    """Whether real cupy and a GPU are here (then tests run on them instead of this stand-in)."""
+    try:
+        import cupy
+    except ImportError:
+        return False
+    from zps.framework.device import visible_gpu_count
+    return visible_gpu_count() > 0 and not getattr(cupy, "IS_FAKE", False)
+
+
 def reset_stats():
     for k in stats:
         stats[k] = 0

@@ -10,6 +10,7 @@ from zps.train.adadelta import *  # noqa: F403
 from zps.train.adagrad import *  # noqa: F403
 from zps.train.adagrad_da import *  # noqa: F403
 from zps.train.adam import *  # noqa: F403
+from zps.train.basic_loops import *  # noqa: F403
 from zps.train.basic_session_run_hooks import *  # noqa: F403
 from zps.train.checkpoint_management import *  # noqa: F403
 from zps.train.coordinator import *  # noqa: F403
@@ -34,3 +35,4 @@ from zps.train.summary_hook import *  # noqa: F403
 from zps.train.supervisor import *  # noqa: F403
 from zps.train.sync_replicas_optimizer import *  # noqa: F403
 from zps.train.training_util import *  # noqa: F403
+from zps.train.warm_starting_util import *  # noqa: F403

@@ -12,7 +12,6 @@
 5
 """
 
-import importlib.util
 import logging
 import os
 import time
@@ -300,8 +299,7 @@ class CheckpointSaverHook(SessionRunHook):
 
 class StepCounterHook(SessionRunHook):
     """Logs the global steps per second ("global_step/sec") every N steps or seconds, and writes
-    it as a summary to ``summary_writer``, else to ``output_dir`` (``tf.summary.FileWriterCache``;
-    only where the optional event writer, ``zps[summary]``, is installed)."""
+    it as a summary to ``summary_writer``, else to ``output_dir`` (``tf.summary.FileWriterCache``)."""
 
     def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None, summary_writer=None):
         if (every_n_steps is None) == (every_n_secs is None):
@@ -317,8 +315,7 @@ class StepCounterHook(SessionRunHook):
         self._steps_per_run = steps_per_run
 
     def begin(self):
-        if self._summary_writer is None and self._output_dir and \
-                importlib.util.find_spec("tensorboardX") is not None:
+        if self._summary_writer is None and self._output_dir:
             from zps.summary import FileWriterCache
             self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step_tensor = _require_global_step("StepCounterHook")

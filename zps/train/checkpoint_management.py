@@ -27,6 +27,7 @@ The state file is TF1's CheckpointState in protobuf text format, written atomica
 import logging
 import os
 import re
+import time
 
 from zps.framework import checkpoint_format
 
@@ -372,6 +373,55 @@ def _init_variables(prefix, ckpt_name, var, shapes, where):
         v._initial_value = value
 
 
+# -- waiting for checkpoints (the evaluator loop of TF1 distributed jobs) ------------------------
+def wait_for_new_checkpoint(checkpoint_dir, last_checkpoint=None, seconds_to_sleep=1,
+                            timeout=None):
+    """The latest checkpoint of ``checkpoint_dir`` once it differs from ``last_checkpoint``,
+    checked every ``seconds_to_sleep`` seconds; None if ``timeout`` seconds pass first (TF1's
+    ``tf.contrib.training.wait_for_new_checkpoint``)."""
+    _logger.info("Waiting for new checkpoint at %s", checkpoint_dir)
+    stop_time = None if timeout is None else time.time() + timeout
+    while True:
+        checkpoint_path = latest_checkpoint(checkpoint_dir)
+        if checkpoint_path is not None and checkpoint_path != last_checkpoint:
+            _logger.info("Found new checkpoint at %s", checkpoint_path)
+            return checkpoint_path
+        if stop_time is not None and time.time() + seconds_to_sleep > stop_time:
+            return None
+        time.sleep(seconds_to_sleep)
+
+
+def checkpoints_iterator(checkpoint_dir, min_interval_secs=0, timeout=None, timeout_fn=None):
+    """Yield each new checkpoint of ``checkpoint_dir`` as it appears, at most one every
+    ``min_interval_secs`` (checkpoints written meanwhile are skipped but the latest): TF1's
+    evaluator loop ``for path in tf.train.checkpoints_iterator(model_dir): ...``.
+
+    When ``timeout`` seconds pass without a new checkpoint the iteration ends, unless
+    ``timeout_fn`` is given: then it ends only when ``timeout_fn()`` is true (it is also asked
+    after each checkpoint, as TF does), and waits again otherwise.
+
+    >>> import tempfile
+    >>> list(checkpoints_iterator(tempfile.mkdtemp(), timeout=0))
+    []
+    """
+    checkpoint_path = None
+    while True:
+        new_path = wait_for_new_checkpoint(checkpoint_dir, checkpoint_path, timeout=timeout)
+        if new_path:
+            start = time.time()
+            checkpoint_path = new_path
+            yield checkpoint_path
+            time_to_next = start + min_interval_secs - time.time()
+            if time_to_next > 0:
+                time.sleep(time_to_next)
+        elif timeout_fn is None:
+            _logger.info("Timed-out waiting for a checkpoint (without timeout_fn).")
+            return
+        if timeout_fn is not None and timeout_fn():
+            _logger.info("Done. No new checkpoints will be generated.")
+            return
+
+
 __all__ = [
     "CheckpointState",
     "generate_checkpoint_state_proto",
@@ -387,4 +437,5 @@ __all__ = [
     "load_variable",
     "list_variables",
     "init_from_checkpoint",
+    "checkpoints_iterator",   # wait_for_new_checkpoint is tf.contrib.training's (not tf.train's)
 ]

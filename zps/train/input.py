@@ -24,11 +24,19 @@ queue is then closed, so readers of the queue get OutOfRangeError once it is dra
 [1, 2, 3, 1] [2, 3]
 """
 
+import glob
+
+import numpy as np
+
 from zps.framework import dtypes as _dtypes
+from zps.framework.constant import constant_value
 from zps.framework.graph import GraphKeys, Tensor, convert_to_tensor, get_default_graph
+from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from zps.ops import array_ops, logging_ops, math_ops, random_ops, summary_ops
+from zps.ops import array_ops, control_flow_ops, logging_ops, math_ops, random_ops, summary_ops
 from zps.ops.data_flow_ops import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
+from zps.ops.op_util import make_op
+from zps.ops.partition_ops import dynamic_partition
 from zps.ops.variables import Variable
 from zps.train.queue_runner import QueueRunner, add_queue_runner
 
@@ -135,6 +143,40 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, 
         return [array_ops.gather(t, index) for t in tensor_list]
 
 
+# -- MatchingFiles / match_filenames_once -------------------------------------------------------
+def _matching_files_kernel(ctx, pattern):
+    names = sorted(name for p in np.asarray(pattern).reshape(-1).tolist()
+                   for name in glob.glob(p.decode() if isinstance(p, bytes) else str(p)))
+    return np.array([name.encode() for name in names], dtype=object).reshape(len(names))
+
+
+register_op("MatchingFiles", dtype=lambda op: _dtypes.string, shape=lambda op: TensorShape([None]),
+            kernel=_matching_files_kernel, stateful=True, light_ok=False, grad=None)
+
+
+def match_filenames_once(pattern, name=None):
+    """A local variable holding the files that match the glob ``pattern`` (or a list of them),
+    sorted, as matched when ``tf.local_variables_initializer()`` runs (an empty vector if none
+    does): TF1's input for ``string_input_producer``.
+
+    >>> import os, tempfile, zps as tf
+    >>> d = tempfile.mkdtemp()
+    >>> for n in ("b.csv", "a.csv", "c.txt"):
+    ...     open(os.path.join(d, n), "w").close()
+    >>> with tf.Graph().as_default():
+    ...     files = tf.train.match_filenames_once(os.path.join(d, "*.csv"))
+    ...     with tf.Session() as sess:
+    ...         sess.run(tf.local_variables_initializer())
+    ...         print([os.path.basename(f) for f in sess.run(files)])
+    [b'a.csv', b'b.csv']
+    """
+    with _scope(name, "matching_filenames") as scope:
+        pattern = convert_to_tensor(pattern, dtype=_dtypes.string, name="pattern")
+        files = make_op("MatchingFiles", [pattern], name="MatchingFiles")
+        return Variable(files, name=scope, trainable=False, validate_shape=False,
+                        collections=[GraphKeys.LOCAL_VARIABLES])
+
+
 # -- batching ------------------------------------------------------------------------------------
 def _as_tensor_list(tensors):
     if isinstance(tensors, dict):
@@ -190,16 +232,44 @@ def _shapes_of(tensor_list_list, shapes, enqueue_many, dynamic_pad):
     return out
 
 
+def _validate_keep_input(keep_input, enqueue_many):
+    """TF1's rules: a bool scalar, or (with ``enqueue_many``) a bool vector, one per example."""
+    keep_input = convert_to_tensor(keep_input, dtype=_dtypes.bool, name="keep_input")
+    ndims = keep_input.get_shape().ndims
+    if ndims is None:
+        raise ValueError("`keep_input` dimensions must be known at graph construction.")
+    if not enqueue_many and ndims == 1:
+        raise ValueError("`keep_input` cannot be a vector when `enqueue_many=False`.")
+    if ndims > 1:
+        raise ValueError("`keep_input` must be 0 or 1 dimensions.")
+    return keep_input
+
+
+def _enqueue_kept(enqueue, tensor_list, keep_input):
+    """The enqueue op of ``tensor_list``, for the examples ``keep_input`` keeps: a vector picks
+    rows (a dynamic_partition); a scalar decides for all (a cond; statically when constant)."""
+    if keep_input.get_shape().ndims == 1:
+        keep = math_ops.cast(keep_input, _dtypes.int32)
+        return enqueue([dynamic_partition(t, keep, num_partitions=2)[1] for t in tensor_list])
+    known = constant_value(keep_input)
+    if known is not None:
+        return enqueue(tensor_list) if bool(known) else control_flow_ops.no_op()
+    kept = control_flow_ops.cond(keep_input, lambda: enqueue(tensor_list), control_flow_ops.no_op)
+    return kept.op if isinstance(kept, Tensor) else kept
+
+
 def _batch(inputs, batch_size, capacity, enqueue_many, shapes, allow_smaller_final_batch,
            shared_name, name, default_name, num_threads=None, min_after_dequeue=None, seed=None,
-           dynamic_pad=False):
+           dynamic_pad=False, keep_input=True):
     """The one implementation behind batch, batch_join, shuffle_batch and shuffle_batch_join:
     batches of the examples of ``inputs`` (lists or dicts of tensors of the same types).
 
     ``num_threads`` set: one input run by that many threads; None: one thread per input.
     ``min_after_dequeue`` set: a RandomShuffleQueue; ``dynamic_pad``: a PaddingFIFOQueue.
+    ``keep_input``: which examples are enqueued (see ``maybe_batch``).
     """
     with _scope(name, default_name):
+        keep_input = _validate_keep_input(keep_input, enqueue_many)
         tensor_list_list = _validate(inputs)
         types = _dtypes_of(tensor_list_list)
         shapes = _shapes_of(tensor_list_list, shapes, enqueue_many, dynamic_pad)
@@ -218,7 +288,7 @@ def _batch(inputs, batch_size, capacity, enqueue_many, shapes, allow_smaller_fin
             summary_name = "fraction_over_%d_of_%d_full" % (min_after_dequeue,
                                                            capacity - min_after_dequeue)
         enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
-        ops = [enqueue(tl) for tl in tensor_list_list]
+        ops = [_enqueue_kept(enqueue, tl, keep_input) for tl in tensor_list_list]
         add_queue_runner(QueueRunner(queue, ops * num_threads if num_threads else ops))
         summary_ops.scalar(summary_name, full)
         if allow_smaller_final_batch:
@@ -290,5 +360,57 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
                   min_after_dequeue=min_after_dequeue, seed=seed)
 
 
-__all__ = ["batch", "batch_join", "input_producer", "limit_epochs", "range_input_producer",
-           "shuffle_batch", "shuffle_batch_join", "slice_input_producer", "string_input_producer"]
+def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32, enqueue_many=False,
+                shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                shared_name=None, name=None):
+    """``batch`` of the examples ``keep_input`` keeps: a bool scalar (keep this example, or
+    with ``enqueue_many`` this whole batch) or, with ``enqueue_many``, a bool vector (one per
+    row).
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     x = tf.train.limit_epochs(tf.range(6), num_epochs=1)
+    ...     b = tf.train.maybe_batch([x], x % 2 > 0, 3, enqueue_many=True)
+    ...     with tf.train.MonitoredSession() as sess:
+    ...         print(sess.run(b).tolist())
+    [1, 3, 5]
+    """
+    return _batch([tensors], batch_size, capacity, enqueue_many, shapes,
+                  allow_smaller_final_batch, shared_name, name, "batch", num_threads=num_threads,
+                  dynamic_pad=dynamic_pad, keep_input=keep_input)
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False,
+                     shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                     shared_name=None, name=None):
+    """``batch_join`` of the examples ``keep_input`` keeps (as in ``maybe_batch``)."""
+    return _batch(tensors_list, batch_size, capacity, enqueue_many, shapes,
+                  allow_smaller_final_batch, shared_name, name, "batch_join",
+                  dynamic_pad=dynamic_pad, keep_input=keep_input)
+
+
+def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
+                        allow_smaller_final_batch=False, shared_name=None, name=None):
+    """``shuffle_batch`` of the examples ``keep_input`` keeps (as in ``maybe_batch``)."""
+    _check_shuffle(capacity, min_after_dequeue)
+    return _batch([tensors], batch_size, capacity, enqueue_many, shapes,
+                  allow_smaller_final_batch, shared_name, name, "shuffle_batch",
+                  num_threads=num_threads, min_after_dequeue=min_after_dequeue, seed=seed,
+                  keep_input=keep_input)
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
+                             seed=None, enqueue_many=False, shapes=None,
+                             allow_smaller_final_batch=False, shared_name=None, name=None):
+    """``shuffle_batch_join`` of the examples ``keep_input`` keeps (as in ``maybe_batch``)."""
+    _check_shuffle(capacity, min_after_dequeue)
+    return _batch(tensors_list, batch_size, capacity, enqueue_many, shapes,
+                  allow_smaller_final_batch, shared_name, name, "shuffle_batch_join",
+                  min_after_dequeue=min_after_dequeue, seed=seed, keep_input=keep_input)
+
+
+__all__ = ["batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once",
+           "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
+           "range_input_producer", "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
+           "string_input_producer"]

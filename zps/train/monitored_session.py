@@ -19,7 +19,6 @@ closing does not wait ``stop_grace_period_secs`` for threads blocked in a step: 
 closed (cancelling those steps) before the threads are joined.
 """
 
-import importlib.util
 import inspect
 import logging
 import time
@@ -465,14 +464,9 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,  # n
                                                        every_n_steps=log_step_count_steps))
         if ((save_summaries_steps and save_summaries_steps > 0)
                 or (save_summaries_secs and save_summaries_secs > 0)):
-            # Event files need the optional writer (zps[summary]); training never needs it.
-            if importlib.util.find_spec("tensorboardX") is not None:
-                all_hooks.append(SummarySaverHook(
-                    scaffold=scaffold, save_steps=save_summaries_steps,
-                    save_secs=save_summaries_secs, output_dir=summary_dir))
-            elif summary_ops.merge_all() is not None:
-                _logger.warning("Summaries are defined but not written: install the event writer "
-                            "with `pip install \"zps[summary]\"`.")
+            all_hooks.append(SummarySaverHook(
+                scaffold=scaffold, save_steps=save_summaries_steps,
+                save_secs=save_summaries_secs, output_dir=summary_dir))
     if checkpoint_dir and ((save_checkpoint_secs and save_checkpoint_secs > 0)
                            or (save_checkpoint_steps and save_checkpoint_steps > 0)):
         all_hooks.append(hooks_lib.CheckpointSaverHook(

@@ -60,6 +60,7 @@ class QueueRunner:
             self._queue_closed_exception_types = tuple(queue_closed_exception_types)
         self._lock = threading.Lock()
         self._runs_per_session = weakref.WeakKeyDictionary()
+        self._run_threads = weakref.WeakKeyDictionary()   # session -> idents of threads in _run
         self._exceptions_raised = []
 
     queue = property(lambda self: self._queue)
@@ -80,6 +81,8 @@ class QueueRunner:
 
     def _run(self, sess, enqueue_op, coord=None):
         decremented = False
+        with self._lock:
+            self._run_threads.setdefault(sess, set()).add(threading.get_ident())
         try:
             make_callable = getattr(sess, "make_callable", None)
             enqueue = make_callable(enqueue_op) if make_callable else (lambda: sess.run(enqueue_op))
@@ -108,8 +111,9 @@ class QueueRunner:
                     self._exceptions_raised.append(e)
                 raise
         finally:
-            if not decremented:
-                with self._lock:
+            with self._lock:
+                self._run_threads.get(sess, set()).discard(threading.get_ident())
+                if not decremented:
                     self._runs_per_session[sess] -= 1
 
     def _close_on_stop(self, sess, cancel_op, coord):
@@ -118,6 +122,19 @@ class QueueRunner:
             sess.run(cancel_op)
         except Exception as e:  # noqa: BLE001 - as TF1: the session may be closed already
             _logger.debug("Ignored exception: %s", e)
+        # Closing the queue ends the enqueues blocked on it, not a run blocked on something
+        # else (a SyncReplicasOptimizer chief's runner waits for gradients that, once the other
+        # workers have stopped, never come): cancel what this runner's threads still run, so
+        # that the coordinator's join does not wait out its grace period (TF1 does).
+        cancel = getattr(sess, "_cancel_runs_of", None)
+        with self._lock:
+            threads = set(self._run_threads.get(sess, ()))
+        if cancel is not None and threads:
+            try:
+                cancel(threads, errors.CancelledError(
+                    None, None, "the coordinator stopped queue runner '%s'" % self.name))
+            except Exception as e:  # noqa: BLE001 - as above: the session may be closed already
+                _logger.debug("Ignored exception: %s", e)
 
     def create_threads(self, sess, coord=None, daemon=False, start=False):
         """Threads running the enqueue ops in ``sess`` (and, with ``coord``, one that closes the

@@ -24,6 +24,7 @@ model.ckpt-100 [1. 2.]
 import contextlib
 import logging
 import os
+import threading
 import time
 
 import msgpack
@@ -107,6 +108,10 @@ class Saver:
         self._is_empty = False
         self._last_checkpoints = []
         self._checkpoints_to_be_deleted = []
+        # One save at a time, from reading the step to updating the state file: a Supervisor's
+        # checkpoint thread saving while the training loop saves its last checkpoint must not
+        # leave the older step recorded as the latest.
+        self._save_lock = threading.Lock()
         self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
         if not defer_build:
             self.build()
@@ -281,6 +286,12 @@ class Saver:
         if os.path.split(latest_filename)[0]:
             raise ValueError("'latest_filename' must not contain path components")
         save_path = os.fspath(save_path)
+        with self._save_lock:
+            return self._save(sess, save_path, global_step, latest_filename, meta_graph_suffix,
+                              write_meta_graph, write_state, strip_default_attrs)
+
+    def _save(self, sess, save_path, global_step, latest_filename, meta_graph_suffix,
+              write_meta_graph, write_state, strip_default_attrs):
         if global_step is not None:
             if not isinstance(global_step, int | np.integer):
                 global_step = training_util.global_step(sess, global_step)

@@ -22,7 +22,6 @@ cleanly, any other error is raised again once the threads have stopped.
 """
 
 import contextlib
-import importlib.util
 import logging
 import os
 import time
@@ -93,6 +92,7 @@ class Supervisor:
         self._save_model_secs = None
         self._save_path = None
         self._summary_writer = None
+        self._writer_closed = False   # by stop(), until a session is made again
         self._graph_added_to_summary = False
         if is_chief:
             self._logdir = logdir
@@ -102,7 +102,7 @@ class Supervisor:
                 os.makedirs(logdir, exist_ok=True)
                 self._save_path = os.path.join(logdir, checkpoint_basename)
             if summary_writer is Supervisor.USE_DEFAULT:
-                self._summary_writer = _default_summary_writer(logdir, self._summary_op)
+                self._summary_writer = _default_summary_writer(logdir)
             else:
                 self._summary_writer = summary_writer
 
@@ -159,6 +159,7 @@ class Supervisor:
         self._coord.clear_stop()
         if self._summary_writer:
             self._summary_writer.reopen()
+            self._writer_closed = False
         if self._is_chief:
             sess = self._session_manager.prepare_session(
                 master, init_op=self._init_op, saver=self._saver, checkpoint_dir=self._logdir,
@@ -264,11 +265,14 @@ class Supervisor:
             self._coord.join(threads, stop_grace_period_secs=self._stop_grace_secs,
                              ignore_live_threads=ignore_live_threads)
         finally:
-            # Last, as the threads may have been writing to it.
-            if close_summary_writer and self._summary_writer:
+            # Last, as the threads may have been writing to it. Once: a second stop() (slim's
+            # training loop stops inside managed_session, which stops again) does not write to
+            # the closed writer (TF1 warns "Attempting to use a closed FileWriter" there).
+            if close_summary_writer and self._summary_writer and not self._writer_closed:
                 # Without a step: the session may be gone.
                 self._summary_writer.add_session_log("STOP")
                 self._summary_writer.close()
+                self._writer_closed = True
                 self._graph_added_to_summary = False
 
     def request_stop(self, ex=None):
@@ -321,14 +325,8 @@ def _default_saver():
     return Saver(sharded=True) if variables.global_variables() else None
 
 
-def _default_summary_writer(logdir, summary_op):
+def _default_summary_writer(logdir):
     if not logdir:
-        return None
-    # Event files need the optional writer (zps[summary]); training and checkpoints do not.
-    if importlib.util.find_spec("tensorboardX") is None:
-        if summary_op is not None:
-            _logger.warning("Summaries are defined but not written to %s: install the event "
-                            "writer with `pip install \"zps[summary]\"`.", logdir)
         return None
     return FileWriter(logdir)
 
