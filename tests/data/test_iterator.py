@@ -80,7 +80,7 @@ def test_from_structure_shapes_are_the_static_shapes_of_get_next():
 
 def test_make_initializer_rejects_another_structure_or_type_or_shape():
     it = tf.data.Iterator.from_structure((tf.int64, tf.int64), (tf.TensorShape([]),) * 2)
-    with pytest.raises(TypeError, match="same nested structure"):
+    with pytest.raises(ValueError, match="same nested structure"):
         it.make_initializer(D.range(3))
     with pytest.raises(TypeError, match="Expected output types"):
         it.make_initializer(D.zip((D.range(3), D.from_tensor_slices([1.0]))))

@@ -313,7 +313,7 @@ def test_errors_say_what_is_wrong():
         with pytest.raises(ValueError, match="gate_gradients must be one of"):
             opt.compute_gradients(tf.reduce_sum(w * w), gate_gradients=7)
         with pytest.raises(NotImplementedError, match="Trying to optimize unsupported type"):
-            opt.compute_gradients(tf.reduce_sum(w * w), var_list=[w.value()])
+            opt.minimize(tf.reduce_sum(w * w), var_list=[w.value()])  # a tensor: not applied
         with pytest.raises(TypeError, match="Gradient must be convertible to a Tensor"):
             opt.apply_gradients([(object(), w)])
     with tf.Graph().as_default():

@@ -36,6 +36,8 @@ from zps.ops import array_ops, dataset_ops, random_ops
 from zps.ops.control_flow_ops import _build_branch, _claimed, _export, _merged_shape
 from zps.ops.sparse_ops import SparseTensor, SparseTensorValue
 
+_SAME = object()   # Dataset._derived's default element: the structure of the dataset it reads
+
 
 class Dataset:
     """A sequence of elements, each a nested structure (tuples, dicts) of tensors.
@@ -69,13 +71,14 @@ class Dataset:
         self._elementwise = False   # a map that batches commute with (see _elementwise)
         self._options = None        # set by with_options (kept in Python, not in the pipeline)
 
-    def _derived(self, kind, name, tensors=(), element=None, types=None, shapes=None, classes=None,
-                 fn=None, **attrs):
-        """A dataset reading this one (same element types, shapes and classes unless given), with
-        the traced function ``fn`` (a _Traced) if any: the tensors it captures come first."""
+    def _derived(self, kind, name, tensors=(), element=_SAME, types=None, shapes=None,
+                 classes=None, fn=None, **attrs):
+        """A dataset reading this one (same element structure, types, shapes and classes unless
+        given), with the traced function ``fn`` (a _Traced) if any: the tensors it captures come
+        first."""
         if fn is not None:
             tensors, attrs["fn"] = fn.captures + list(tensors), fn.attr
-        ds = Dataset(kind, name, [self], tensors, self._element if element is None else element,
+        ds = Dataset(kind, name, [self], tensors, self._element if element is _SAME else element,
                      self._types if types is None else types,
                      self._shapes if shapes is None else shapes,
                      self._classes if classes is None else classes, **attrs)
@@ -312,6 +315,12 @@ class Dataset:
             if s.ndims == 0:
                 raise ValueError("Unbatching a sparse tensor is only supported for rank >= 1, "
                                  "got a SparseTensor of shape %s" % s)
+        sizes = {s[0].value for s, c in zip(self._shapes, self._classes)
+                 if c is Tensor and s.ndims} - {None}
+        if len(sizes) > 1:
+            raise ValueError("`unbatch()` is only supported for datasets of elements whose "
+                             "components have a matching leading dimension. Encountered both %s"
+                             % " and ".join(str(n) for n in sorted(sizes)))
         return self._derived("unbatch", "UnbatchDataset",
                              shapes=[_unbatched(s) for s in self._shapes],
                              sparse=nest.sparse_flags(self._classes))
@@ -341,30 +350,51 @@ class Dataset:
         """
         return _batched(self, _int64(batch_size, "batch_size"), bool(drop_remainder))
 
-    def padded_batch(self, batch_size, padded_shapes, padding_values=None, drop_remainder=False):
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
+                     drop_remainder=False):
         """Like ``batch``, each component padded to ``padded_shapes`` (a structure like the
-        element's; unknown dimensions pad to the longest in the batch) with ``padding_values``
-        (default 0, or b"" for strings)."""
+        element's of shapes, lists or 1-D int64 tensors; an unknown dimension, None or -1, pads
+        to the longest in the batch; default: the elements' static shapes) with
+        ``padding_values`` (scalars; default 0, or b"" for strings).
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.range(1, 4).map(lambda x: tf.fill([x], x))
+        ...     x = ds.padded_batch(2, [None]).make_one_shot_iterator().get_next()
+        ...     with tf.Session() as sess:
+        ...         print(sess.run(x).tolist(), sess.run(x).tolist())
+        [[1, 0], [2, 2]] [[3, 3, 3]]
+        """
         if SparseTensor in self._classes:
             raise TypeError("`padded_batch` is only supported for datasets that produce tensor "
                             "elements, but the elements have SparseTensor components: %s. Use "
                             "`batch` for them (it batches SparseTensors of different shapes)"
                             % (self.output_classes,))
         size = _int64(batch_size, "batch_size")
-        try:
-            padded = [as_shape(s) for s in nest.flatten(
-                nest.pack(self._element, nest.flatten(padded_shapes)))]
-        except ValueError:
-            raise ValueError("padded_shapes must have the structure of the elements, %s; got %s"
-                             % (nest.describe(self.output_types), padded_shapes)) from None
+        if padded_shapes is None:
+            if any(s.ndims is None for s in self._shapes):
+                raise ValueError("You must provide `padded_shapes` argument because component "
+                                 "shapes are not all of known rank: %s" % (self.output_shapes,))
+            padded = list(self._shapes)
+        else:
+            try:
+                padded = [_padded_shape(s) for s in nest.flatten(
+                    nest.pack(self._element, nest.flatten(padded_shapes)))]
+            except ValueError:
+                raise ValueError("padded_shapes must have the structure of the elements, %s; "
+                                 "got %s" % (nest.describe(self.output_types), padded_shapes)
+                                 ) from None
         if padding_values is None:
             pads = [b"" if t == _dtypes.string else 0 for t in self._types]
         else:
             pads = nest.flatten(padding_values)
-        pads = [convert_to_tensor(v, dtype=t) for v, t in zip(pads, self._types)]
+        pads = [_padding_value(v, t) for v, t in zip(pads, self._types)]
         for s, p in zip(self._shapes, padded):
-            if not s.is_compatible_with(p) or p.ndims is None:
-                raise ValueError("padded shape %s does not fit elements of shape %s" % (p, s))
+            if p.ndims is None or (s.ndims is not None and s.ndims != p.ndims) or any(
+                    a is not None and b is not None and a > b
+                    for a, b in zip(s.as_list() if s.ndims else [], p.as_list())):
+                raise ValueError("The padded shape %s is not compatible with the corresponding "
+                                 "input component shape %s" % (p, s))
         return self._derived("padded_batch", "PaddedBatchDataset", [size] + pads,
                              shapes=[TensorShape([_static_size(size, drop_remainder)])
                                      .concatenate(p) for p in padded],
@@ -395,6 +425,21 @@ class Dataset:
     def skip(self, count):
         """The elements after the first ``count`` (none when -1)."""
         return self._derived("skip", "SkipDataset", [_int64(count, "count")])
+
+    def shard(self, num_shards, index):
+        """Every ``num_shards``-th element, from the ``index``-th (0-based): the elements whose
+        position ``p`` has ``p % num_shards == index``. Each worker of a cluster reads its own
+        part of the data with ``shard(num_workers, task_index)``; both may be tensors.
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     x = tf.data.Dataset.range(7).shard(3, 1).make_one_shot_iterator().get_next()
+        ...     with tf.Session() as sess:
+        ...         print([int(sess.run(x)) for _ in range(2)])
+        [1, 4]
+        """
+        return self._derived("shard", "ShardDataset", [_int64(num_shards, "num_shards"),
+                                                        _int64(index, "index")])
 
     def prefetch(self, buffer_size):
         """The same elements (accepted for TF1 programs: elements are made when pulled)."""
@@ -655,6 +700,31 @@ def _as_element(tensors, what):
                             % (what, v, e)) from None
     element = nest.map_structure(lambda _: None, tensors)
     return (element if nest.is_nested(tensors) else None), leaves
+
+
+def _padded_shape(value):
+    """A padded shape given as a shape, a list or a 1-D integer tensor of known value (its -1s
+    unknown dimensions, as TF's)."""
+    if isinstance(value, Tensor):
+        known = constant_value(value)
+        if known is None or np.ndim(known) != 1:
+            raise TypeError("padded_shapes: %s must be a 1-D tensor whose value is known when the "
+                            "graph is built (a constant), or a shape or list" % value.name)
+        value = [None if d < 0 else int(d) for d in np.asarray(known).tolist()]
+    return as_shape(value)
+
+
+def _padding_value(value, dtype):
+    """A padding value: a scalar of the component's type (as TF, a tensor of another type is a
+    TypeError; Python and numpy numbers are converted)."""
+    if isinstance(value, Tensor) and value.dtype.base_dtype != dtype:
+        raise TypeError("Invalid `padding_values`. `padding_values` values type %s does not match "
+                        "type %s of the corresponding input component." % (value.dtype, dtype))
+    value = convert_to_tensor(value, dtype=dtype)
+    if value.get_shape().ndims not in (None, 0):
+        raise ValueError("Invalid `padding_values`. `padding_values` values should be scalars, "
+                         "but got %s." % (value.get_shape(),))
+    return value
 
 
 def _check_batched(value, shape):

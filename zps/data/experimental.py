@@ -127,6 +127,11 @@ def _cardinality(ds):
             return UNKNOWN_CARDINALITY
         return INFINITE_CARDINALITY if INFINITE_CARDINALITY in parents else sum(parents)
     n = parents[0] if parents else UNKNOWN_CARDINALITY
+    if kind == "shard":
+        shards, index = (_known(t) for t in ds._tensors)
+        if n < 0 or None in (shards, index) or not 0 <= index < shards:
+            return n if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
+        return n // shards + (index < n % shards)
     count = _known(ds._tensors[-1]) if kind in ("repeat", "take", "skip") else None
     if kind in ("batch", "padded_batch"):
         size = _known(ds._tensors[0])

@@ -126,7 +126,7 @@ class Iterator:
         """The op that (re)starts this iterator at the first element of ``dataset`` (which must
         have this iterator's structure, classes, types and compatible shapes)."""
         if not nest.same_structure(self._output_types, dataset.output_types):
-            raise TypeError("The two structures don't have the same nested structure: the "
+            raise ValueError("The two structures don't have the same nested structure: the "
                             "iterator's elements are %s, the dataset's %s"
                             % (nest.describe(self._output_types),
                                nest.describe(dataset.output_types)))

@@ -410,7 +410,9 @@ ON_HOST = (
     "DrawBoundingBoxesV2", "SampleDistortedBoundingBoxV2",
     # sparse segment reductions (zps.ops.sparse_ops) use ufunc.at: host until they get
     # scatter-add kernels of their own
-    "SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN", "SparseToDense",
+    "SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN",
+    "SparseSegmentSumWithNumSegments", "SparseSegmentMeanWithNumSegments",
+    "SparseSegmentSqrtNWithNumSegments", "SparseToDense",
     # the other sparse ops sort, match and offset indices into outputs of data-dependent
     # sizes: host kernels, as most of TF1's are
     "SparseTensorDenseMatMul", "SparseReduceSum", "SparseReduceMax",

@@ -761,6 +761,34 @@ def _skip(node, parents, env):
     return iterate
 
 
+@_kind("shard")
+def _shard(node, parents, env):
+    """Every ``num_shards``-th element, from the ``index``-th: TF's ShardDataset."""
+    (source,) = parents
+    num_shards, index = (_scalar(v, what, node) for v, what in
+                         zip(_inputs(node, env), ("num_shards", "index")))
+    if num_shards <= 0:
+        raise errors.InvalidArgumentError(
+            None, None, "Number of shards must be greater than zero (got %d) in %s"
+            % (num_shards, node["name"]))
+    if not 0 <= index < num_shards:
+        raise errors.InvalidArgumentError(
+            None, None, "Index must be between 0 and %d (currently index = %d) in %s"
+            % (num_shards - 1, index, node["name"]))
+
+    def iterate():   # not itertools.islice: it drops its input at an error (see _take)
+        elements, position = source(), [0]
+
+        def step():
+            while True:
+                element = next(elements)
+                position[0] += 1
+                if (position[0] - 1) % num_shards == index:
+                    return element
+        return _resumable(step)
+    return iterate
+
+
 @_kind("prefetch")
 def _prefetch(node, parents, env):
     return parents[0]   # elements are made when pulled: nothing to overlap in one process

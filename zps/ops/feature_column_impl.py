@@ -400,8 +400,12 @@ def categorical_column_with_vocabulary_file(key, vocabulary_file, vocabulary_siz
     made, so the file need not exist where the graph runs."""
     if not vocabulary_file:
         raise ValueError("Missing vocabulary_file in %s." % key)
-    with open(vocabulary_file, "rb") as f:
-        lines = f.read().splitlines()
+    try:
+        with open(vocabulary_file, "rb") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        raise ValueError("vocabulary_file in %s does not exist: %s" % (key, vocabulary_file)) \
+            from None
     if vocabulary_size is None:
         vocabulary_size = len(lines)
     if vocabulary_size < 1 or vocabulary_size > len(lines):

@@ -409,7 +409,9 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
 
         def compute(c, op_name):
             if curve == "PR" and summation_method == "careful_interpolation":
-                return _interpolated_pr_auc(c["tp"], c["fp"], c["fn"], num_thresholds, op_name)
+                # TF1 names both tensors so (auc/interpolate_pr_auc, .../interpolate_pr_auc_1)
+                return _interpolated_pr_auc(c["tp"], c["fp"], c["fn"], num_thresholds,
+                                            "interpolate_pr_auc")
             epsilon = 1.0e-6
             rec = math_ops.divide(c["tp"] + epsilon, c["tp"] + c["fn"] + epsilon)
             if curve == "ROC":

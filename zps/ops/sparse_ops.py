@@ -195,13 +195,16 @@ def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, nam
     """The dense tensor of ``sp_input`` (absent entries are ``default_value``)."""
     sp = _check_sparse(sp_input, "sparse_tensor_to_dense's sp_input")
     default = convert_to_tensor(default_value, dtype=sp.dtype)
-    return make_op("SparseToDense", [sp.indices, sp.dense_shape, sp.values, default],
-                   name=name or "SparseToDense")
+    dense = make_op("SparseToDense", [sp.indices, sp.dense_shape, sp.values, default],
+                    name=name or "SparseToDense")
+    dense.set_shape(sp.get_shape())   # what the op that made sp knew (sparse_reshape ...)
+    return dense
 
 
 # -- sparse segment reductions -------------------------------------------------------------------
-def _segment_rows(ctx, data, indices, segment_ids):
-    """``(out, counts)``: the row sums of each segment and how many rows each segment got."""
+def _segment_rows(ctx, data, indices, segment_ids, num_segments=None):
+    """``(out, counts)``: the row sums of each segment and how many rows each segment got
+    (``num_segments`` rows, or ``segment_ids[-1] + 1`` without it)."""
     xp = ctx.xp
     if indices.ndim != 1 or segment_ids.shape != indices.shape:
         raise errors.InvalidArgumentError(
@@ -217,24 +220,31 @@ def _segment_rows(ctx, data, indices, segment_ids):
             None, None, "segment_ids must be sorted and non-negative, got %s"
             % segment_ids.tolist()[:20])
     num = int(segment_ids[-1]) + 1 if segment_ids.size else 0
+    if num_segments is not None:
+        if num > int(num_segments):
+            raise errors.InvalidArgumentError(
+                None, None, "segment ids must be < num_segments: segment_ids contains %d, "
+                "num_segments is %d" % (num - 1, int(num_segments)))
+        num = int(num_segments)
     out = xp.zeros((num,) + data.shape[1:], dtype=data.dtype)
     xp.add.at(out, segment_ids, data[indices])
     counts = xp.bincount(segment_ids, minlength=num).astype(data.dtype)
     return out, counts.reshape((num,) + (1,) * (data.ndim - 1))
 
 
-def _sparse_segment_sum_kernel(ctx, data, indices, segment_ids):
-    return _segment_rows(ctx, data, indices, segment_ids)[0]
+# The *WithNumSegments ops take num_segments as a fourth input.
+def _sparse_segment_sum_kernel(ctx, data, indices, segment_ids, num_segments=None):
+    return _segment_rows(ctx, data, indices, segment_ids, num_segments)[0]
 
 
-def _sparse_segment_mean_kernel(ctx, data, indices, segment_ids):
-    out, counts = _segment_rows(ctx, data, indices, segment_ids)
+def _sparse_segment_mean_kernel(ctx, data, indices, segment_ids, num_segments=None):
+    out, counts = _segment_rows(ctx, data, indices, segment_ids, num_segments)
     out /= ctx.xp.maximum(counts, 1)
     return out
 
 
-def _sparse_segment_sqrt_n_kernel(ctx, data, indices, segment_ids):
-    out, counts = _segment_rows(ctx, data, indices, segment_ids)
+def _sparse_segment_sqrt_n_kernel(ctx, data, indices, segment_ids, num_segments=None):
+    out, counts = _segment_rows(ctx, data, indices, segment_ids, num_segments)
     out /= ctx.xp.sqrt(ctx.xp.maximum(counts, 1))
     return out
 
@@ -246,14 +256,18 @@ def _segment_shape(op):
     if data.ndims == 0:
         raise ValueError("sparse segment reduction needs data of rank >= 1, got a scalar (op '%s')"
                          % op.name)
-    return TensorShape([None] + data.as_list()[1:])
+    num = None
+    if len(op.inputs) > 3:
+        num = constant_value(op.inputs[3])
+        num = None if num is None else int(num)
+    return TensorShape([num] + data.as_list()[1:])
 
 
 def _segment_grad(scale):
     """Gradient of a sparse segment reduction whose segment ``s`` is scaled by ``scale(count_s)``:
     ``d data[indices[j]] += scale(count) * grad[segment_ids[j]]`` (built from graph ops)."""
     def grad_fn(op, grad):
-        data, indices, segment_ids = op.inputs
+        data, indices, segment_ids = op.inputs[:3]
         rows = array_ops.gather(grad, segment_ids)
         if scale is not None:
             ones = array_ops.ones_like(segment_ids, dtype=grad.dtype)
@@ -263,19 +277,22 @@ def _segment_grad(scale):
             if rank is None:
                 raise ValueError("The gradient of %s needs data of known rank" % op.name)
             rows = rows * array_ops.reshape(per_row, [-1] + [1] * (rank - 1))
-        return [array_ops.unsorted_segment_sum(rows, indices, array_ops.shape(data)[0]), None, None]
+        data_grad = array_ops.unsorted_segment_sum(rows, indices, array_ops.shape(data)[0])
+        return [data_grad] + [None] * (len(op.inputs) - 1)
     return grad_fn
 
 
-register_op("SparseSegmentSum", shape=_segment_shape, kernel=_sparse_segment_sum_kernel,
-            grad=_segment_grad(None))
-register_op("SparseSegmentMean", shape=_segment_shape, kernel=_sparse_segment_mean_kernel,
-            grad=_segment_grad(math_ops.reciprocal))
-register_op("SparseSegmentSqrtN", shape=_segment_shape, kernel=_sparse_segment_sqrt_n_kernel,
-            grad=_segment_grad(math_ops.rsqrt))
+for _op_type, _kernel, _scale in (("SparseSegmentSum", _sparse_segment_sum_kernel, None),
+                                  ("SparseSegmentMean", _sparse_segment_mean_kernel,
+                                   math_ops.reciprocal),
+                                  ("SparseSegmentSqrtN", _sparse_segment_sqrt_n_kernel,
+                                   math_ops.rsqrt)):
+    for _suffix in ("", "WithNumSegments"):
+        register_op(_op_type + _suffix, shape=_segment_shape, kernel=_kernel,
+                    grad=_segment_grad(_scale))
 
 
-def _segment_op(op_type, data, indices, segment_ids, name):
+def _segment_op(op_type, data, indices, segment_ids, name, num_segments=None):
     data = convert_to_tensor(data)
     if not data.dtype.is_floating:
         raise TypeError("%s needs floating data, got %s (%s)" % (op_type, data.dtype.name, data.name))
@@ -284,31 +301,30 @@ def _segment_op(op_type, data, indices, segment_ids, name):
     for t, what in ((indices, "indices"), (segment_ids, "segment_ids")):
         if not t.dtype.is_integer:
             raise TypeError("%s: %s must be int32 or int64, got %s" % (op_type, what, t.dtype.name))
-    return make_op(op_type, [data, indices, segment_ids], name=name or op_type)
+    if num_segments is None:
+        return make_op(op_type, [data, indices, segment_ids], name=name or op_type)
+    num_segments = convert_to_tensor(num_segments, preferred_dtype=_dtypes.int32)
+    if not num_segments.dtype.is_integer or num_segments.get_shape().ndims not in (None, 0):
+        raise TypeError("%s: num_segments must be an int32 or int64 scalar, got %s of shape %s"
+                        % (op_type, num_segments.dtype.name, num_segments.get_shape()))
+    op_type += "WithNumSegments"
+    return make_op(op_type, [data, indices, segment_ids, num_segments], name=name or op_type)
 
 
 def sparse_segment_sum(data, indices, segment_ids, name=None, num_segments=None):
-    """``out[s] = sum(data[indices[j]] for j where segment_ids[j] == s)`` (segment_ids sorted)."""
-    _no_num_segments(num_segments)
-    return _segment_op("SparseSegmentSum", data, indices, segment_ids, name)
+    """``out[s] = sum(data[indices[j]] for j where segment_ids[j] == s)`` (segment_ids sorted);
+    ``num_segments`` rows (those no id names are 0), or ``segment_ids[-1] + 1`` without it."""
+    return _segment_op("SparseSegmentSum", data, indices, segment_ids, name, num_segments)
 
 
 def sparse_segment_mean(data, indices, segment_ids, name=None, num_segments=None):
     """As ``sparse_segment_sum``, divided by the number of rows of each segment."""
-    _no_num_segments(num_segments)
-    return _segment_op("SparseSegmentMean", data, indices, segment_ids, name)
+    return _segment_op("SparseSegmentMean", data, indices, segment_ids, name, num_segments)
 
 
 def sparse_segment_sqrt_n(data, indices, segment_ids, name=None, num_segments=None):
     """As ``sparse_segment_sum``, divided by the square root of each segment's row count."""
-    _no_num_segments(num_segments)
-    return _segment_op("SparseSegmentSqrtN", data, indices, segment_ids, name)
-
-
-def _no_num_segments(num_segments):
-    if num_segments is not None:
-        raise NotImplementedError("sparse segment reductions with num_segments are not supported: "
-                                  "the output has segment_ids[-1] + 1 rows")
+    return _segment_op("SparseSegmentSqrtN", data, indices, segment_ids, name, num_segments)
 
 
 # -- helpers of the sparse kernels ---------------------------------------------------------------
@@ -618,7 +634,10 @@ def _sparse_add_kernel(ctx, a_indices, a_values, a_shape, b_indices, b_values, b
     unique_keys, where = xp.unique(keys, return_inverse=True)
     sums = xp.zeros(unique_keys.shape[0], dtype=a_values.dtype)
     xp.add.at(sums, where.reshape(-1), xp.concatenate([a_values, b_values]))
-    keep = xp.abs(sums) >= thresh
+    # TF1's kernel tests only the sums of entries both operands hold against thresh; an entry
+    # of one operand alone is copied as it is.
+    in_both = xp.bincount(where.reshape(-1), minlength=unique_keys.shape[0]) > 1
+    keep = ~in_both | (xp.abs(sums) >= thresh)
     return [_unkeys(xp, unique_keys[keep], dims), sums[keep]]
 
 
@@ -678,8 +697,8 @@ register_op("SparseTensorDenseAdd", shape=lambda op: op.inputs[3].get_shape(),
 
 def sparse_add(a, b, thresh=0, name=None):
     """``a + b`` where at least one is a SparseTensor: sparse + sparse is a SparseTensor holding
-    the union of the entries (a sum whose magnitude is below ``thresh`` is dropped); sparse +
-    dense is dense."""
+    the union of the entries (where both hold an entry, a sum whose magnitude is below
+    ``thresh`` is dropped; an entry of one alone is kept, as in TF1); sparse + dense is dense."""
     sparse = [isinstance(x, SparseTensor) for x in (a, b)]
     if not any(sparse):
         raise TypeError("sparse_add needs at least one SparseTensor, got %r and %r"
@@ -981,6 +1000,12 @@ def _fill_empty_rows_kernel(ctx, indices, values, shape, default_value):
     return [all_indices[order], all_values[order], empty, where[:indices.shape[0]]]
 
 
+def _rows_shape(dense_shape):
+    # [dense_shape[0]] when it folds to a constant (TF1's static empty_row_indicator shape)
+    value = constant_value(dense_shape)
+    return TensorShape([None if value is None else int(np.asarray(value).ravel()[0])])
+
+
 def _fill_empty_rows_grad(op, _, g_values, *unused):
     d_values = array_ops.gather(g_values, op.outputs[3])
     return [None, d_values, None, math_ops.reduce_sum(g_values) - math_ops.reduce_sum(d_values)]
@@ -988,7 +1013,7 @@ def _fill_empty_rows_grad(op, _, g_values, *unused):
 
 register_op("SparseFillEmptyRows",
             shape=lambda op: [TensorShape([None, op.inputs[0].get_shape()[1]]),
-                              TensorShape([None]), TensorShape([None]),
+                              TensorShape([None]), _rows_shape(op.inputs[2]),
                               TensorShape([op.inputs[1].get_shape()[0]])],
             dtype=lambda op: [_dtypes.int64, op.inputs[1].dtype, _dtypes.bool, _dtypes.int64],
             kernel=_fill_empty_rows_kernel, grad=_fill_empty_rows_grad, num_outputs=4)

@@ -52,6 +52,8 @@ def _string_tensor(value, name):
 _INT = re.compile(rb"^\s*[+-]?[0-9]+\s*$")
 _FLOAT = re.compile(rb"^\s*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)\s*$",
                     re.IGNORECASE)
+_HEX_FLOAT = re.compile(rb"^\s*[+-]?0x([0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(p[+-]?[0-9]+)?\s*$",
+                        re.IGNORECASE)
 
 
 def _parse_number(text, np_dtype):
@@ -62,6 +64,8 @@ def _parse_number(text, np_dtype):
         value = int(text)
         info = np.iinfo(np_dtype)
         return value if info.min <= value <= info.max else None
+    if _HEX_FLOAT.match(text):        # strtod's hexadecimal floats, as TF1 reads them
+        return float.fromhex(text.decode("ascii").strip())
     if not _FLOAT.match(text):
         return None
     return float(text)
@@ -118,11 +122,27 @@ def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type=
 
 
 # -- StringSplitV2 (tf.strings.split) ------------------------------------------------------------
+def _split_whitespace(text, maxsplit):
+    # TF's SplitV2 without sep: Python's split(None), except that once maxsplit tokens are taken
+    # the rest (its leading whitespace removed) is always one more token, even when empty.
+    if maxsplit == 0:
+        return [text]
+    tokens, rest = [], text.lstrip()
+    while rest:
+        token = rest.split(None, 1)[0]
+        tokens.append(token)
+        rest = rest[len(token):].lstrip()
+        if len(tokens) == maxsplit:
+            return tokens + [rest]
+    return tokens
+
+
 def _split_v2_kernel(ctx, source, sep, maxsplit):
     # Any rank (TF's kernel takes vectors; its wrapper splits other ranks the same way): each
     # token's index is its string's index then its position.
-    sep = sep.item() or None          # "" splits at runs of whitespace, as None does
-    rows = [text.split(sep, maxsplit) for text in source.ravel()]
+    sep = sep.item()
+    rows = [text.split(sep, maxsplit) if sep else _split_whitespace(text, maxsplit)
+            for text in source.ravel()]
     positions = [(r, c) for r, tokens in enumerate(rows) for c in range(len(tokens))]
     flat = np.array(positions, dtype=np.int64).reshape(-1, 2)
     outer = np.unravel_index(flat[:, 0], source.shape) if source.ndim else ()
@@ -284,7 +304,8 @@ def _substr_kernel(ctx, strings, pos, length, unit):
                 None, None, "pos %d out of range for string b'%s' at index %d"
                 % (p, text.decode("utf-8", "replace"), i))
         start = p if p >= 0 else size + p
-        end = min(start + max(n, 0), size)
+        # TF1: a negative len takes the rest of the string in bytes, nothing in characters
+        end = size if n < 0 and starts is None else min(start + max(n, 0), size)
         items.append(text[start:end] if starts is None else text[starts[start]:starts[end]])
     return _strings(strings.shape, items)
 
@@ -697,7 +718,7 @@ def _csv_fields(record, delim, use_quote, record_index):
             end = record.find(delim, i)
             end = n if end < 0 else end
             field = record[i:end]
-            if use_quote and b'"' in field:
+            if use_quote and (b'"' in field or b"\r" in field or b"\n" in field):
                 raise errors.InvalidArgumentError(
                     None, None, "Unquoted fields cannot have quotes/CRLFs inside (record %d)"
                     % record_index)
@@ -746,7 +767,7 @@ def _decode_csv_kernel(ctx, records, *defaults, field_delim, use_quote_delim, na
                         None, None, "Field %d in record %d is not a valid %s: %s"
                         % (f, r, _CSV_TYPE_NAMES[default.dtype], text.decode("utf-8", "replace")))
                 flats[f][r] = value
-    return outputs
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)   # one output: the array itself
 
 
 register_op("DecodeCSV", dtype=lambda op: [t.dtype.base_dtype for t in op.inputs[1:]],

@@ -3,7 +3,9 @@
 ``minimize(loss)`` is ``compute_gradients`` (symbolic gradients of ``loss`` for the trainable
 variables) followed by ``apply_gradients`` (one in-place update op per variable, colocated with
 it, then ``global_step += 1``). Subclasses implement ``_create_slots``, ``_prepare``,
-``_apply_dense``, ``_apply_sparse`` and optionally ``_finish``, exactly as in TF1.
+``_apply_dense``, ``_apply_sparse`` and optionally ``_finish``, exactly as in TF1; a resource
+variable is updated by ``_resource_apply_dense``/``_resource_apply_sparse`` where a subclass has
+them (else by ``_apply_*``). A subclass's sparse update gets unique indices, as in TF1.
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():
@@ -25,9 +27,9 @@ from zps.framework.graph import (
     convert_to_tensor_or_indexed_slices,
     get_default_graph,
 )
-from zps.ops import control_flow_ops, math_ops, state_ops
+from zps.ops import array_ops, control_flow_ops, math_ops, partition_ops, state_ops
 from zps.ops.gradients_impl import gradients
-from zps.ops.variables import Variable
+from zps.ops.variables import ResourceVariable, Variable
 from zps.train import slot_creator
 
 _VALID_DTYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
@@ -100,7 +102,8 @@ class Optimizer:
                           grad_loss=None):
         """A list of ``(gradient, variable)`` pairs; the gradient is None where loss ignores it.
 
-        ``var_list`` defaults to the graph's trainable variables. With GATE_OP or GATE_GRAPH the
+        ``var_list`` defaults to the graph's trainable variables; it may hold tensors too, whose
+        gradients are computed but cannot be applied (as TF1). With GATE_OP or GATE_GRAPH the
         gradients are available only once all of them are computed, so no in-place update can
         change a variable that another gradient still reads.
         """
@@ -121,7 +124,8 @@ class Optimizer:
         if not var_list:
             raise ValueError("No variables to optimize.")
         for v in var_list:
-            _check_variable(v)
+            if not isinstance(v, Tensor):  # TF1 computes gradients for tensors (not applied)
+                _check_variable(v)
         grads = gradients(loss, var_list, grad_ys=grad_loss,
                           gate_gradients=(gate_gradients == Optimizer.GATE_OP),
                           aggregation_method=aggregation_method,
@@ -188,15 +192,26 @@ class Optimizer:
     def _update_op(self, grad, var):
         if _is_table(var):
             return var._zps_apply_gradient(self, grad)
+        # TF1 updates a resource variable with _resource_apply_*; zps's optimizers (and a user's
+        # that has only _apply_*) update every variable with _apply_*.
+        resource = isinstance(var, ResourceVariable)
         if isinstance(grad, Tensor):
-            update_op = self._apply_dense(grad, var)
+            if resource and self._overrides("_resource_apply_dense"):
+                update_op = self._resource_apply_dense(grad, var)
+            else:
+                update_op = self._apply_dense(grad, var)
             if var.constraint is None:
                 return update_op
             with var.graph.control_dependencies([update_op]):
                 return var.assign(var.constraint(var)).op
         if var.constraint is not None:
             raise RuntimeError("Cannot use a constraint function on a sparse variable.")
+        if resource and self._overrides("_resource_apply_sparse"):
+            return self._resource_apply_sparse_duplicate_indices(grad.values, var, grad.indices)
         return self._apply_sparse_duplicate_indices(grad, var)
+
+    def _overrides(self, method):
+        return getattr(type(self), method) is not getattr(Optimizer, method)
 
     # -- slots and other optimizer state -----------------------------------------------------
     def get_slot(self, var, name):
@@ -276,12 +291,30 @@ class Optimizer:
         raise NotImplementedError("%s does not implement _apply_dense" % type(self).__name__)
 
     def _apply_sparse_duplicate_indices(self, grad, var):
-        # zps's sparse update kernels sum the rows of duplicate indices themselves (TF1 does it
-        # here with unique + unsorted_segment_sum), so the slices go to _apply_sparse as they are.
-        return self._apply_sparse(grad, var)
+        """``_apply_sparse`` of ``grad`` with the rows of repeated indices summed first (TF1's),
+        so that an ``_apply_sparse`` may assume unique indices (e.g. with ``scatter_update``)."""
+        if type(self)._apply_sparse.__module__.startswith("zps."):
+            # zps's own sparse kernels sum the rows of repeated indices themselves.
+            return self._apply_sparse(grad, var)
+        summed, unique_indices = _deduplicate_indexed_slices(grad.values, grad.indices)
+        return self._apply_sparse(IndexedSlices(summed, unique_indices, grad.dense_shape), var)
 
     def _apply_sparse(self, grad, var):
         raise NotImplementedError("%s does not implement _apply_sparse" % type(self).__name__)
+
+    def _resource_apply_dense(self, grad, handle):
+        """A user optimizer's update of a resource variable (``handle`` is the variable)."""
+        raise NotImplementedError("%s does not implement _resource_apply_dense"
+                                  % type(self).__name__)
+
+    def _resource_apply_sparse_duplicate_indices(self, grad, handle, indices):
+        """``_resource_apply_sparse`` with the rows of repeated indices summed first (TF1's)."""
+        summed, unique_indices = _deduplicate_indexed_slices(grad, indices)
+        return self._resource_apply_sparse(summed, handle, unique_indices)
+
+    def _resource_apply_sparse(self, grad, handle, indices):
+        raise NotImplementedError("%s does not implement _resource_apply_sparse"
+                                  % type(self).__name__)
 
     def _finish(self, update_ops, name_scope):
         """The op that runs all ``update_ops`` (a subclass may add its own final updates)."""
@@ -297,6 +330,14 @@ class Optimizer:
             if dtype not in _VALID_DTYPES:
                 raise ValueError("Invalid type %s for %s, expected: %s."
                                  % (dtype.name, t.name, [d.name for d in _VALID_DTYPES]))
+
+
+def _deduplicate_indexed_slices(values, indices):
+    """``(summed_values, unique_indices)``: the rows of each repeated index summed (TF1's)."""
+    unique_indices, new_positions = partition_ops.unique(indices)
+    summed = array_ops.unsorted_segment_sum(values, new_positions,
+                                            array_ops.shape(unique_indices)[0])
+    return summed, unique_indices
 
 
 def cast_to(tensor, var):

@@ -13,7 +13,7 @@ import logging
 
 from zps.framework import dtypes as _dtypes
 from zps.framework.graph import GraphKeys, Tensor, get_default_graph
-from zps.ops import array_ops
+from zps.ops import array_ops, variable_scope
 from zps.ops.variables import Variable
 
 _logger = logging.getLogger(__name__)
@@ -43,15 +43,22 @@ def get_global_step(graph=None):
     return step
 
 
+def _zeros(shape, dtype, partition_info=None):
+    return array_ops.zeros(shape, dtype=dtype)   # op "zeros", as TF1's zeros_initializer names it
+
+
 def create_global_step(graph=None):
-    """Create the global step of ``graph``: int64, 0, not trainable. Errors if it exists."""
+    """Create the global step of ``graph``: int64, 0, not trainable, named "global_step" in the
+    current variable scope. Errors if it exists."""
     graph = graph or get_default_graph()
     if get_global_step(graph) is not None:
         raise ValueError('"global_step" already exists.')
+    # TF1's get_variable: inside variable_scope("outer") the step is "outer/global_step".
     with graph.as_default(), graph.name_scope(None):
-        return Variable(lambda: array_ops.zeros([], dtype=_dtypes.int64), name=GraphKeys.GLOBAL_STEP,
-                        trainable=False, dtype=_dtypes.int64,
-                        collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
+        return variable_scope.get_variable(
+            GraphKeys.GLOBAL_STEP, shape=[], dtype=_dtypes.int64,
+            initializer=_zeros, trainable=False,
+            collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
 
 
 def get_or_create_global_step(graph=None):
