@@ -46,6 +46,7 @@ from zps.ops.deprecated_aliases import *  # noqa: F403
 from zps.compat import dimension_at_index, dimension_value
 from zps.ops.parsing_ops import *  # noqa: F403
 from zps.ops.reader_ops import *  # noqa: F403
+from zps.ops.serialization_ops import *  # noqa: F403
 from zps.ops.script_ops import *  # noqa: F403
 from zps.ops.logging_ops import *  # noqa: F403
 from zps.ops.logging_ops import print_v2 as print  # tf.print
@@ -67,6 +68,7 @@ from zps import (app, bitwise, compat, contrib, data, debugging, distribute, dty
                  losses, math, metrics, nest, nn, python_io, random, sparse, strings, summary, test,
                  train)
 from zps.framework.v2_compat import *  # noqa: F403
+from zps import keras
 initializers.tables_initializer = tables_initializer  # noqa: F405 - TF1's alias there
 from zps.logging import get_logger
 from zps.ops.image_ops import random_crop

@@ -32,6 +32,7 @@ from zps.ops.parsing_ops import (
     parse_single_sequence_example,
     read_file,
 )
+from zps.ops.serialization_ops import parse_tensor, serialize_tensor
 from zps.ops.string_ops import decode_csv
 from zps.python_io import *  # noqa: F403 - TFRecordWriter, TFRecordOptions ...
 
@@ -41,4 +42,4 @@ __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "PaddingFIFOQueue", "Qu
            "decode_image", "decode_jpeg", "decode_png", "decode_raw", "encode_jpeg", "encode_png",
            "is_jpeg", "parse_example",
            "parse_sequence_example", "parse_single_example", "parse_single_sequence_example",
-           "read_file", "tf_record_iterator"]
+           "parse_tensor", "read_file", "serialize_tensor", "tf_record_iterator"]

@@ -358,3 +358,21 @@ def test_a_ps_variable_read_by_a_worker_while_the_ps_updates_it(tmp_path):
                     assert sess.run(v).tobytes() == (init + 4).tobytes()
         finally:
             worker.stop()
+
+
+def test_optimizer_state_is_of_its_variables_kind():
+    # TF1: a resource variable's slots are resource variables, a ref variable's are ref
+    # variables; the optimizer's own variables (Adam's beta powers) follow the variable they sit
+    # next to (the first by name: here the resource variable "a").
+    with tf.Graph().as_default():
+        a = tf.get_variable("a", [2], use_resource=True)
+        b = tf.get_variable("b", [2], use_resource=False)
+        opt = tf.train.AdamOptimizer(0.1)
+        train = opt.minimize(tf.reduce_sum(a * a) + tf.reduce_sum(b * b))
+        assert type(opt.get_slot(a, "m")).__name__ == "ResourceVariable"
+        assert type(opt.get_slot(b, "v")).__name__ == "Variable"
+        assert {type(v).__name__ for v in opt._non_slot_variables()} == {"ResourceVariable"}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train)
+            assert sess.run(opt.get_slot(a, "m")).shape == (2,)

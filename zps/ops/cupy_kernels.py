@@ -57,7 +57,8 @@ CPU_ONLY = frozenset([
     "StringSplit", "StringToNumber", "AsString", "Substr", "ReduceJoin", "StringJoin", "DecodeCSV",
     "StringToHashBucketFast", "StringToHashBucketStrong", "VocabularyLookup", "SparseCross",
     # parsing_ops: host kernels in TF1 too
-    "ParseExampleV2", "ParseSequenceExampleV2", "DecodeRaw", "ReadFile",
+    "ParseExampleV2", "ParseSequenceExampleV2", "DecodeRaw", "ReadFile", "SerializeTensor",
+    "ParseTensor",
     "TextLineReaderV2", "WholeFileReaderV2", "ReaderReadV2", "ReaderReadUpToV2",
     "ReaderNumRecordsProducedV2",
     "ReaderNumWorkUnitsCompletedV2", "ReaderResetV2",

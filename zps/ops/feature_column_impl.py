@@ -878,11 +878,17 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
         "either a _DenseColumn or _CategoricalColumn")
     collections_ = _model_collections(weight_collections)
     graph = get_default_graph()
+    # As TF1's _LinearModel: each column's scope name is made unique in the caller's scope (not
+    # the model's), so a second model's weights are linear_model_1/price_1/weights.
+    scope_names = []
+    for column in columns:
+        with variable_scope.variable_scope(None, default_name=column._var_scope_name) as vs:
+            scope_names.append(vs.name.rsplit("/", 1)[-1])
     with variable_scope.variable_scope(None, default_name="linear_model"):
         builder = _LazyBuilder(features)
         sums = []
-        for column in columns:
-            with variable_scope.variable_scope(None, default_name=column._var_scope_name):
+        for column, scope_name in zip(columns, scope_names):
+            with variable_scope.variable_scope(scope_name):
                 sums.append(_weighted_sum(column, builder, units, sparse_combiner, collections_,
                                           trainable))
                 if cols_to_vars is not None:

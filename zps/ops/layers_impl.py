@@ -1391,10 +1391,12 @@ def _normalized_axes(axis, shape):
     return axes
 
 
-def _assign_moving_average(variable, value, decay):
-    """``variable -= (variable - value) * decay``: TF1's update op (AssignMovingAvg)."""
+def _assign_moving_average(variable, value, decay, scope=None):
+    """``variable -= (variable - value) * decay``: TF1's update op (AssignMovingAvg), in a new
+    AssignMovingAvg name scope or the given ``scope`` (a scope string ending in '/', re-entered;
+    the op takes its name)."""
     graph = get_default_graph()
-    with graph.colocate_with(variable.op), graph.name_scope("AssignMovingAvg") as scope:
+    with graph.colocate_with(variable.op), graph.name_scope(scope or "AssignMovingAvg") as scope:
         decay = decay if is_symbolic(decay) else convert_to_tensor(decay, name="decay")
         if decay.dtype != variable.dtype.base_dtype:   # float32, as TF1 makes it, then cast
             decay = math_ops.cast(decay, variable.dtype.base_dtype)

@@ -478,13 +478,13 @@ def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=N
     (``adjoint_a`` / ``adjoint_b`` transpose either first); differentiable in ``sp_a.values``
     and ``b``."""
     sp = _check_sparse(sp_a, "sparse_tensor_dense_matmul's sp_a")
-    b = convert_to_tensor(b)
-    if b.dtype != sp.dtype:
-        raise TypeError("Input 'b' of 'SparseTensorDenseMatMul' Op has type %s that does not "
-                        "match type %s of argument 'a_values'." % (b.dtype.name, sp.dtype.name))
-    return make_op("SparseTensorDenseMatMul", _sparse_parts(sp) + [b],
-                   name=name or "SparseTensorDenseMatMul", adjoint_a=bool(adjoint_a),
-                   adjoint_b=bool(adjoint_b))
+    with sp.graph.name_scope(name or "SparseTensorDenseMatMul"):   # TF's mm/SparseTensorDenseMatMul
+        b = convert_to_tensor(b, name="b")
+        if b.dtype != sp.dtype:
+            raise TypeError("Input 'b' of 'SparseTensorDenseMatMul' Op has type %s that does not "
+                            "match type %s of argument 'a_values'." % (b.dtype.name, sp.dtype.name))
+        return make_op("SparseTensorDenseMatMul", _sparse_parts(sp) + [b],
+                       adjoint_a=bool(adjoint_a), adjoint_b=bool(adjoint_b))
 
 
 # -- SparseReduceSum, SparseReduceMax (dense and sparse outputs) ---------------------------------
@@ -892,19 +892,33 @@ def sparse_reshape(sp_input, shape, name=None):
     sp = _check_sparse(sp_input, "sparse_reshape's sp_input")
     new_shape = convert_to_tensor(shape, dtype=_dtypes.int64)
     static = _static_dense_shape(new_shape)
-    old = sp.get_shape()
-    if static is not None and old.is_fully_defined() and None not in static:
-        total, wanted = old.num_elements(), [d for d in static if d != -1]
-        if -1 not in static and int(np.prod(wanted)) != total:
-            raise ValueError("Cannot reshape a tensor with %d elements to shape %s (%d elements)."
-                             % (total, static, int(np.prod(wanted))))
-        if -1 in static and wanted and int(np.prod(wanted)):
-            static = [total // int(np.prod(wanted)) if d == -1 else d for d in static]
-    indices, out_shape = make_op("SparseReshape", [sp.indices, sp.dense_shape, new_shape],
-                                 name=name or "SparseReshape")
-    static_shape = None if static is None else TensorShape([None if d is None or d < 0 else d
-                                                            for d in static])
-    return _sparse_out(indices, array_ops.identity(sp.values), out_shape, static_shape)
+    with sp.graph.name_scope(name or "SparseReshape") as scope:   # TF's rs, rs/Identity, rs/Const
+        indices, out_shape = make_op("SparseReshape", [sp.indices, sp.dense_shape, new_shape],
+                                     name=scope)
+        known = _reshaped_dims(static, sp.get_shape())
+        if known is not None:   # as TF: the output dense_shape is a constant when it is known
+            out_shape = convert_to_tensor(np.array(known, dtype=np.int64))
+        static_shape = None if static is None else TensorShape(
+            known or [None if d is None or d < 0 else d for d in static])
+        return _sparse_out(indices, array_ops.identity(sp.values), out_shape, static_shape)
+
+
+def _reshaped_dims(static, old):
+    """The dims sparse_reshape's output has when the graph is built (TF's rule), else None."""
+    if static is None or not old.is_fully_defined():
+        return None
+    if static.count(-1) > 1:
+        raise ValueError("At most one dimension can be inferred (-1). Found: %s" % static)
+    asked = [None if d is None or d < 0 else d for d in static]
+    dims, total = list(asked), old.num_elements()
+    if dims.count(None) == 1 and 0 not in dims:
+        dims[dims.index(None)] = total // int(np.prod([d for d in dims if d is not None]))
+    if None in dims:
+        return None
+    if int(np.prod(dims)) != total:
+        raise ValueError("Cannot reshape a tensor with %d elements to shape %s (%d elements)."
+                         % (total, asked, int(np.prod(dims))))
+    return dims
 
 
 # -- sparse_retain, sparse_transpose, sparse_merge, sparse_to_indicator (built from other ops) ---
@@ -919,7 +933,8 @@ def sparse_retain(sp_input, to_retain):
         raise ValueError("Dimensions %s and %s are not compatible: to_retain needs one entry per "
                          "value of sp_input" % (n, m))
     where = array_ops.reshape(array_ops.where(keep), [-1])
-    return _sparse_out(array_ops.gather(sp.indices, where), array_ops.gather(sp.values, where),
+    return _sparse_out(array_ops.gather(sp.indices, where, name="GatherV2"),   # TF's op names
+                       array_ops.gather(sp.values, where, name="GatherV2"),
                        array_ops.identity(sp.dense_shape), sp.get_shape())
 
 
@@ -1023,9 +1038,9 @@ def sparse_fill_empty_rows(sp_input, default_value, name=None):
     """``(sp, empty_row_indicator)``: ``sp_input`` with ``default_value`` at ``[row, 0, ...]`` of
     each row that had no entry, and the bool vector of those rows."""
     sp = _check_sparse(sp_input, "sparse_fill_empty_rows's sp_input")
-    default = convert_to_tensor(default_value, dtype=sp.dtype)
-    indices, values, empty, _ = make_op("SparseFillEmptyRows", _sparse_parts(sp) + [default],
-                                        name=name or "SparseFillEmptyRows")
+    with sp.graph.name_scope(name or "SparseFillEmptyRows"):   # TF's fe/SparseFillEmptyRows
+        default = convert_to_tensor(default_value, dtype=sp.dtype)
+        indices, values, empty, _ = make_op("SparseFillEmptyRows", _sparse_parts(sp) + [default])
     return _sparse_out(indices, values, sp.dense_shape, sp.get_shape()), empty
 
 
@@ -1185,7 +1200,8 @@ def sparse_softmax(sp_input, name=None):
     sp = _check_sparse(sp_input, "sparse_softmax's sp_input")
     if not sp.dtype.is_floating:
         raise TypeError("sparse_softmax needs floating values, got %s" % sp.dtype.name)
-    values = make_op("SparseSoftmax", _sparse_parts(sp), name=name or "SparseSoftmax")
+    with sp.graph.name_scope(name or "SparseSoftmax"):   # TF's sm/SparseSoftmax
+        values = make_op("SparseSoftmax", _sparse_parts(sp))
     return _sparse_out(sp.indices, values, sp.dense_shape, sp.get_shape())
 
 

@@ -38,9 +38,10 @@ def _strings(shape, items):
     return out.reshape(shape)
 
 
-def _string_tensor(value, name):
+def _string_tensor(value, name, const_name=None):
+    # ``name`` is the argument's name, for errors, and the constant's name unless ``const_name``.
     try:
-        t = convert_to_tensor(value, dtype=_dtypes.string, name=name)
+        t = convert_to_tensor(value, dtype=_dtypes.string, name=const_name or name)
     except TypeError as e:   # a number where a string belongs (graph.numpy_value's message)
         raise TypeError("%s must be a string tensor: %s" % (name, e)) from None
     if t.dtype.base_dtype != _dtypes.string:
@@ -113,12 +114,13 @@ def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type=
     if result_type != "SparseTensor":
         raise ValueError("string_split: zps supports result_type='SparseTensor' only, got %r"
                          % (result_type,))
-    source = _string_tensor(source, "source")
-    source.get_shape().with_rank(1)
-    sep = _string_tensor(next((s for s in (sep, delimiter) if s is not None), " "), "delimiter")
-    indices, values, shape = make_op("StringSplit", [source, sep], name=name or "StringSplit",
-                                     skip_empty=bool(skip_empty))
-    return SparseTensor(indices, values, shape)
+    with get_default_graph().name_scope(name or "StringSplit"):   # TF's ss/StringSplit
+        sep = _string_tensor(next((s for s in (sep, delimiter) if s is not None), " "),
+                             "delimiter", "Const")
+        source = _string_tensor(source, "source", "Const")
+        source.get_shape().with_rank(1)
+        indices, values, shape = make_op("StringSplit", [source, sep], skip_empty=bool(skip_empty))
+        return SparseTensor(indices, values, shape)
 
 
 # -- StringSplitV2 (tf.strings.split) ------------------------------------------------------------
@@ -624,7 +626,12 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None,
     if keep_dims is not None and keepdims is not None:
         raise ValueError("reduce_join: pass keepdims or keep_dims (its deprecated name), not both")
     axis = axis if axis is not None else reduction_indices
-    inputs = _string_tensor(inputs, "inputs")
+    with get_default_graph().name_scope("ReduceJoin"):   # TF's ReduceJoin/ReduceJoin, ReduceJoin_1/x
+        return _reduce_join(inputs, axis, bool(keepdims or keep_dims), separator, name)
+
+
+def _reduce_join(inputs, axis, keepdims, separator, name):
+    inputs = _string_tensor(inputs, "inputs", "Const")
     axis = const_axis(axis, "reduce_join axis")
     ndims = inputs.get_shape().ndims
     if axis is not None:
@@ -637,7 +644,7 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None,
             raise ValueError("reduce_join: duplicate axis in %s" % listed)
         axis = tuple(a % ndims for a in listed)
     return make_op("ReduceJoin", [inputs], name=name or "ReduceJoin", axes=axis,
-                   keep_dims=bool(keepdims or keep_dims), separator=str(separator))
+                   keep_dims=keepdims, separator=str(separator))
 
 
 # -- StringJoin ----------------------------------------------------------------------------------

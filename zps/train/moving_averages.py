@@ -22,7 +22,7 @@ w/ExponentialMovingAverage 2.0
 """
 
 from zps.framework import dtypes as _dtypes
-from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph, is_symbolic
+from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
 from zps.ops import control_flow_ops, init_ops, math_ops, state_ops, variable_scope, variables
 from zps.ops.layers_impl import _assign_moving_average
 from zps.train import slot_creator
@@ -33,8 +33,8 @@ _FLOATS = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
 def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
     """``variable -= (1 - decay) * (variable - value)``; returns the updated value.
 
-    ``name`` (default ``AssignMovingAvg``) names the debiased update; the plain one is the op
-    batch normalization uses, always named ``AssignMovingAvg``.
+    ``name`` (default ``AssignMovingAvg``, made unique) is the name scope of the update's ops and
+    the name of the update itself, as TF1.
 
     With ``zero_debias`` (for a variable that starts at zero), the average is kept in a biased
     variable ``<variable>/biased`` and ``variable`` is set to it divided by
@@ -51,14 +51,13 @@ def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
     ...     print(round(float(sess.run(update)), 4))
     4.0
     """
-    if not zero_debias:   # batch normalization's update (named AssignMovingAvg there too)
-        return _assign_moving_average(variable, value, 1.0 - decay).outputs[0]
     graph = get_default_graph()
     with graph.name_scope(name or "AssignMovingAvg") as scope:
-        one_minus_decay = 1.0 - decay if is_symbolic(decay) else \
-            convert_to_tensor(1.0 - decay, name="decay")
+        one_minus_decay = convert_to_tensor(1.0 - decay, name="decay")
         if one_minus_decay.dtype != variable.dtype.base_dtype:
             one_minus_decay = math_ops.cast(one_minus_decay, variable.dtype.base_dtype)
+        if not zero_debias:
+            return _assign_moving_average(variable, value, one_minus_decay, scope).outputs[0]
         return _zero_debias(variable, value, one_minus_decay, scope)
 
 
@@ -75,9 +74,12 @@ def _zero_debias(unbiased_var, value, one_minus_decay, name):
             _unique_in_scope(scope_name, "local_step"), shape=[],
             dtype=unbiased_var.dtype.base_dtype, initializer=init_ops.zeros_initializer(),
             trainable=False)
-    update_biased = _assign_moving_average(biased_var, value, one_minus_decay).outputs[0]
+    # op names as TF1's update_fn: sub, mul, AssignSub, AssignAdd/value, AssignAdd, ... truediv
     with graph.colocate_with(unbiased_var.op):
-        update_local_step = state_ops.assign_add(local_step, 1)
+        update_biased = state_ops.assign_sub(biased_var, (biased_var - value) * one_minus_decay)
+        with graph.name_scope("AssignAdd") as add_scope:
+            one = convert_to_tensor(1, dtype=local_step.dtype.base_dtype, name="value")
+            update_local_step = state_ops.assign_add(local_step, one, name=add_scope)
         bias_factor = 1 - math_ops.pow(1.0 - one_minus_decay, update_local_step)
         return state_ops.assign(unbiased_var, update_biased / bias_factor, name=name)
 

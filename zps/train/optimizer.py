@@ -269,8 +269,9 @@ class Optimizer:
         key = (name, graph)
         v = self._non_slot_dict.get(key)
         if v is None:
-            with graph.colocate_with(colocate_with):
-                v = Variable(initial_value, name=name, trainable=False)
+            with graph.colocate_with(colocate_with):   # of the kind of that variable (TF1)
+                v = Variable(initial_value, name=name, trainable=False,
+                             use_resource=isinstance(colocate_with, ResourceVariable))
             self._non_slot_dict[key] = v
         return v
 

@@ -518,6 +518,10 @@ def _saveable_items(var_list):
     slot_info = _slot_slice_infos(pairs)
     for name, v in pairs:
         name = name.name if isinstance(name, Tensor) else name
+        if isinstance(var_list, dict) and not isinstance(name, str):
+            raise TypeError("names_to_saveables must be a dict mapping string names to trackable "
+                            "operations. Name is not a string: %r; give each checkpoint key as a "
+                            "str" % (name,))
         if _is_custom_saveable(v):
             for key, tensor in v._zps_saveable_specs():
                 items.append(_Item(str(key), convert_to_tensor(tensor), owner=v))

@@ -19,7 +19,7 @@ import numpy as np
 
 from zps.framework import dtypes as _dtypes
 from zps.ops import array_ops
-from zps.ops.variables import SaveSliceInfo, Variable
+from zps.ops.variables import ResourceVariable, SaveSliceInfo, Variable
 
 
 def constant_fill(value, name):
@@ -43,10 +43,12 @@ def _placement(primary, colocate_with_primary):
 
 def _create_slot_var(primary, initial_value, name, validate_shape, dtype=None):
     graph = primary.graph
-    # Slot names do not depend on the caller's name scope (TF1 names them from variable scopes).
+    # Slot names do not depend on the caller's name scope (TF1 names them from variable scopes);
+    # a resource variable's slots are resource variables, a ref variable's ref variables (TF1).
     with graph.name_scope(None):
         slot = Variable(initial_value, name=primary.op.name + "/" + name, trainable=False,
-                        validate_shape=validate_shape, dtype=dtype)
+                        validate_shape=validate_shape, dtype=dtype,
+                        use_resource=isinstance(primary, ResourceVariable))
     _set_slot_slice_info(primary, slot)
     return slot
 

@@ -1,0 +1,147 @@
+"""``tf.keras.backend`` as TF1's graph-mode Keras has it: the learning phase (a bool
+``placeholder_with_default(False)`` per graph, or a value fixed by ``set_learning_phase``), the
+per-graph counters that name layers (``dense``, ``dense_1``...), ``floatx``/``epsilon`` and a
+few aliases of tf ops.
+
+>>> import zps as tf
+>>> with tf.Graph().as_default():
+...     print(tf.keras.backend.learning_phase().op.name, tf.keras.backend.floatx())
+keras_learning_phase float32
+"""
+
+import weakref
+
+from zps.framework import default_session
+from zps.framework.graph import get_default_graph, reset_default_graph
+from zps.ops import array_ops, math_ops, nn_ops
+
+_FLOATX = ["float32"]
+_EPSILON = [1e-7]
+_GRAPH_STATE = weakref.WeakKeyDictionary()   # graph -> {"uids": {}, "names": {}, "phase": ...}
+
+
+def _state():
+    return _GRAPH_STATE.setdefault(get_default_graph(), {"uids": {}, "names": {}})
+
+
+def get_uid(prefix=""):
+    """1, 2, 3... for each call with ``prefix`` in the default graph."""
+    uids = _state()["uids"]
+    uids[prefix] = uids.get(prefix, 0) + 1
+    return uids[prefix]
+
+
+def reset_uids():
+    """Forget the default graph's name counters."""
+    _state()["uids"].clear()
+    _state()["names"].clear()
+
+
+def unique_object_name(name, zero_based=True):
+    """``name``, then ``name_1``, ``name_2``... in the default graph (Keras's layer names)."""
+    names = _state()["names"]
+    count = names.get(name, 0)
+    names[name] = count + 1
+    if zero_based:
+        return name if count == 0 else "%s_%d" % (name, count)
+    return "%s_%d" % (name, count + 1)
+
+
+def learning_phase():
+    """The default graph's learning phase: the value ``set_learning_phase`` gave (0 or 1), else
+    the bool tensor ``keras_learning_phase`` (False unless fed: inference)."""
+    state = _state()
+    if "phase" not in state:
+        graph = get_default_graph()
+        with graph.name_scope(None), graph.control_dependencies(None):
+            state["phase"] = array_ops.placeholder_with_default(False, shape=[],
+                                                                name="keras_learning_phase")
+    return state["phase"]
+
+
+def set_learning_phase(value):
+    """Fix the default graph's learning phase: 0 (inference) or 1 (training)."""
+    if value not in (0, 1):
+        raise ValueError("Expected learning phase to be 0 or 1, got %r" % (value,))
+    _state()["phase"] = value
+
+
+def clear_session():
+    """Reset the default graph (and with it the layer name counters and the learning phase)."""
+    reset_default_graph()
+
+
+def get_session():
+    """The default session (Keras's in TF1); zps does not make one behind your back."""
+    session = default_session.get()
+    if session is None:
+        raise RuntimeError("tf.keras.backend.get_session: there is no default session. Open one "
+                           "(`with tf.Session() as sess:`) and use it; zps's Keras does not "
+                           "create sessions of its own")
+    return session
+
+
+def floatx():
+    """The default float type's name: ``"float32"``."""
+    return _FLOATX[0]
+
+
+def set_floatx(value):
+    """Set the default float type (``"float16"``, ``"float32"`` or ``"float64"``)."""
+    if value not in ("float16", "float32", "float64"):
+        raise ValueError("Unknown floatx type: %r (give float16, float32 or float64)" % (value,))
+    _FLOATX[0] = value
+
+
+def epsilon():
+    """The fuzz factor of Keras's losses: 1e-7."""
+    return _EPSILON[0]
+
+
+def set_epsilon(value):
+    """Set the fuzz factor ``epsilon()`` gives."""
+    _EPSILON[0] = value
+
+
+def image_data_format():
+    """``"channels_last"``: the only layout zps's layers take."""
+    return "channels_last"
+
+
+def int_shape(x):
+    """The static shape of tensor ``x`` as a tuple of ints and Nones (None for unknown rank)."""
+    shape = x.get_shape()
+    return None if shape.ndims is None else tuple(shape.as_list())
+
+
+def ndim(x):
+    """The rank of ``x`` (None when unknown)."""
+    return x.get_shape().ndims
+
+
+def _reduction(fn):
+    def reduce(x, axis=None, keepdims=False):
+        return fn(x, axis=axis, keepdims=keepdims)
+    reduce.__doc__ = "``tf.%s(x, axis, keepdims)``." % fn.__name__
+    return reduce
+
+
+mean, sum, max, min = (_reduction(f) for f in (  # noqa: A001 - Keras's names
+    math_ops.reduce_mean, math_ops.reduce_sum, math_ops.reduce_max, math_ops.reduce_min))
+square, sqrt, exp, log, abs = (math_ops.square, math_ops.sqrt, math_ops.exp,  # noqa: A001
+                               math_ops.log, math_ops.abs)
+sigmoid, tanh, relu, softmax = math_ops.sigmoid, math_ops.tanh, nn_ops.relu, nn_ops.softmax
+cast, reshape, shape, transpose = (math_ops.cast, array_ops.reshape, array_ops.shape,
+                                  array_ops.transpose)
+
+
+def concatenate(tensors, axis=-1):
+    """``tf.concat(tensors, axis)``."""
+    return array_ops.concat(list(tensors), axis)
+
+
+__all__ = ["abs", "cast", "clear_session", "concatenate", "epsilon", "exp", "floatx",
+           "get_session", "get_uid", "image_data_format", "int_shape", "learning_phase", "log",
+           "max", "mean", "min", "ndim", "relu", "reset_uids", "reshape", "set_epsilon",
+           "set_floatx", "set_learning_phase", "shape", "sigmoid", "softmax", "sqrt", "square",
+           "sum", "tanh", "transpose", "unique_object_name"]
