@@ -387,9 +387,10 @@ EXPECTED = {
         "make_initializable_iterator", "make_one_shot_iterator",
     ],
     "zps.data.experimental": [
-        "AUTOTUNE", "DistributeOptions", "INFINITE_CARDINALITY", "OptimizationOptions",
-        "ThreadingOptions", "UNKNOWN_CARDINALITY", "cardinality", "enumerate_dataset",
-        "ignore_errors", "map_and_batch", "parallel_interleave", "shuffle_and_repeat", "unbatch",
+        "AUTOTUNE", "CsvDataset", "DistributeOptions", "INFINITE_CARDINALITY",
+        "OptimizationOptions", "ThreadingOptions", "UNKNOWN_CARDINALITY", "cardinality",
+        "enumerate_dataset", "get_single_element", "ignore_errors", "map_and_batch",
+        "parallel_interleave", "scan", "shuffle_and_repeat", "unbatch",
     ],
     "zps.feature_column": [
         "bucketized_column", "categorical_column_with_hash_bucket",

@@ -223,8 +223,10 @@ def test_backend_basics():
     assert K.backend.int_shape(x) == (None, 3)
     assert K.backend.floatx() == "float32" and K.backend.epsilon() == 1e-7
     assert K.backend.image_data_format() == "channels_last"
-    with pytest.raises(RuntimeError, match="no default session"):
-        K.backend.get_session()
+    session = K.backend.get_session()   # made once for the default graph
+    assert session.graph is tf.get_default_graph() and K.backend.get_session() is session
+    with tf.Session() as default:
+        assert K.backend.get_session() is default
     np.testing.assert_allclose(run(K.backend.mean(tf.constant([[1.0, 3.0]]), axis=1)), [2.0])
 
 

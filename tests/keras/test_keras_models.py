@@ -118,13 +118,6 @@ def test_weights_round_trip_and_checkpoints(tmp_path):
         model.save_weights(path)
 
 
-def test_training_loop_is_not_implemented_and_says_what_to_use():
-    model = K.Sequential([K.layers.Dense(1, input_shape=(2,))])
-    for method in ("compile", "fit", "evaluate", "predict"):
-        with pytest.raises(NotImplementedError, match="MonitoredTrainingSession"):
-            getattr(model, method)()
-
-
 def test_graph_disconnected_and_bad_inputs():
     inp, other = K.Input((2,)), K.Input((2,))
     out = K.layers.add([K.layers.Dense(2)(inp), K.layers.Dense(2)(other)])

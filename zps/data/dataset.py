@@ -34,6 +34,7 @@ from zps.framework.graph import Operation, Tensor, convert_to_tensor, get_defaul
 from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
 from zps.ops import array_ops, dataset_ops, random_ops
 from zps.ops.control_flow_ops import _build_branch, _claimed, _export, _merged_shape
+from zps.ops.op_util import make_op
 from zps.ops.sparse_ops import SparseTensor, SparseTensorValue
 
 _SAME = object()   # Dataset._derived's default element: the structure of the dataset it reads
@@ -492,6 +493,41 @@ class Dataset:
         from zps.data.iterator import NumpyIterator
         return NumpyIterator(self)
 
+    def reduce(self, initial_state, reduce_func):
+        """The state after folding every element into ``initial_state``: ``reduce_func(state,
+        element)`` (tf ops) returns the new state, of the initial state's structure and dtypes
+        (a static shape it changes becomes unknown there, as in TF). The whole dataset is read
+        each time the result is evaluated, within that step.
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     total, count = tf.data.Dataset.range(5).reduce(
+        ...         (tf.constant(0, tf.int64), 0), lambda s, x: (s[0] + x, s[1] + 1))
+        ...     print([int(v) for v in tf.Session().run([total, count])])
+        [10, 5]
+        """
+        fn, state, (types, shapes, classes), _ = _trace_with_state(
+            self, initial_state, reduce_func, "reduce")
+        plan, tensors, waits = self._plan()
+        plain_types, plain_shapes = nest.plain_specs(types, shapes, classes)
+        state_tensors = nest.plain(state[1])
+        with get_default_graph().control_dependencies(list(dict.fromkeys(waits + fn.waits))):
+            out = make_op("ReduceDataset", fn.captures + state_tensors + tensors,
+                          name="ReduceDataset", num_outputs=len(plain_types), dataset=plan,
+                          fn=fn.attr, num_captures=len(fn.captures),
+                          num_state=len(state_tensors), output_types=tuple(plain_types),
+                          output_shapes=tuple(plain_shapes))
+        return nest.pack(state[0], nest.components(out, shapes, classes))
+
+    def _scan(self, initial_state, scan_func):
+        """The elements ``scan_func(state, element)[1]``, the state carried from one element to
+        the next (tf.data.experimental.scan)."""
+        fn, state, _, (value, types, shapes, classes) = _trace_with_state(
+            self, initial_state, scan_func, "scan")
+        state_tensors = nest.plain(state[1])
+        return self._derived("scan", "ScanDataset", state_tensors, element=value, types=types,
+                             shapes=shapes, classes=classes, fn=fn, num_state=len(state_tensors))
+
     def _ignore_errors(self, log_warning=False):
         """The elements, skipping those whose making failed (tf.data.experimental.ignore_errors)."""
         return self._derived("ignore_errors", "IgnoreErrorsDataset", log_warning=bool(log_warning))
@@ -604,6 +640,65 @@ def _elementwise(ops, args, outputs):
         for t in op.outputs:
             derived[t] = derived[inputs[0]]
     return all(t in derived for t in outputs)
+
+
+class _Structure:
+    """What a function is traced on besides a dataset's element: ``(state, element)`` for
+    reduce and scan (the attributes ``_trace`` reads of a Dataset)."""
+
+    def __init__(self, element, types, shapes, classes):
+        self._element = element
+        self._types = list(types)
+        self._shapes = list(shapes)
+        self._classes = list(classes)
+
+    def _plain_specs(self):
+        return nest.plain_specs(self._types, self._shapes, self._classes)
+
+
+def _trace_with_state(dataset, initial_state, func, what):
+    """Trace ``func(state, element)`` (reduce's, scan's) until the state's static shapes are a
+    fixed point, as TF: a shape the function changes is relaxed to what both have in common.
+    Returns (_Traced, (the state's structure, its leaves), the state's (types, shapes,
+    classes), and for scan (the output's structure, types, shapes, classes))."""
+    structure, leaves = _as_element(initial_state, what)
+    types, shapes, classes = nest.specs(leaves)
+    label = "`scan_func`" if what == "scan" else "`reduce_func`"
+    while True:
+        inputs = _Structure((structure, dataset._element), types + dataset._types,
+                            shapes + dataset._shapes, classes + dataset._classes)
+        fn, (out_types, out_shapes, out_classes), value = _trace(inputs, func, what)
+        output = None
+        if what == "scan":
+            if not isinstance(value, tuple | list) or len(value) != 2:
+                raise TypeError("Invalid `scan_func`. `scan_func` should return a pair "
+                                "consisting of new state and the output value but its return "
+                                "type is %r." % (value,))
+            value, output = value
+            output = tuple(output) if isinstance(output, list) else output
+        new = nest.map_structure(lambda _: None, tuple(value) if isinstance(value, list)
+                                 else value)
+        n = len(types)
+        if not nest.same_structure(new, structure) or len(out_types) < n:
+            raise TypeError("Invalid %s. The structure of the new state must match the initial "
+                            "state. Expected %s, got %s." % (label, nest.describe(structure),
+                                                             nest.describe(new)))
+        if out_classes[:n] != classes:
+            raise TypeError("Invalid %s. The element classes for the new state must match the "
+                            "initial state. Expected %s, got %s." % (
+                                label, nest.pack(structure, [c.__name__ for c in classes]),
+                                nest.pack(structure, [c.__name__ for c in out_classes[:n]])))
+        if out_types[:n] != types:
+            raise TypeError("Invalid %s. The element types for the new state must match the "
+                            "initial state. Expected %s, got %s." % (
+                                label, nest.pack(structure, types),
+                                nest.pack(structure, out_types[:n])))
+        relaxed = [_merged_shape(a, b) for a, b in zip(shapes, out_shapes)]
+        if all(a.ndims is None or (b.ndims is not None and a.as_list() == b.as_list())
+               for a, b in zip(shapes, relaxed)):
+            rest = (output, out_types[n:], out_shapes[n:], out_classes[n:])
+            return fn, (structure, leaves), (types, shapes, classes), rest
+        shapes = relaxed
 
 
 class _Traced:

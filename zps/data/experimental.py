@@ -17,12 +17,19 @@ import math as _math
 
 import numpy as _np
 
+from zps.data import structure as _nest
+from zps.data.dataset import Dataset as _Dataset
+from zps.data.dataset import _compression_type, _filenames
 from zps.data.options import DistributeOptions, OptimizationOptions, ThreadingOptions
 from zps.framework import dtypes as _dtypes
 from zps.framework.constant import constant_value as _constant_value
+from zps.framework.graph import get_default_graph as _get_default_graph
+from zps.framework.tensor_shape import TensorShape as _TensorShape
 from zps.ops.array_ops import constant as _constant
 from zps.ops.dataset_ops import AUTOTUNE
+from zps.ops.op_util import make_op as _make_op
 from zps.ops.sparse_ops import SparseTensor as _SparseTensor
+from zps.ops.string_ops import csv_arguments as _csv_arguments
 
 INFINITE_CARDINALITY = -1   # tf.data.INFINITE_CARDINALITY: a dataset that repeats forever
 UNKNOWN_CARDINALITY = -2    # tf.data.UNKNOWN_CARDINALITY: not known before it is read
@@ -80,6 +87,87 @@ def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
     return lambda dataset: dataset.interleave(map_func, cycle_length, block_length)
 
 
+def scan(initial_state, scan_func):
+    """A transformation carrying a state through the elements: ``scan_func(state, element)``
+    (tf ops) returns ``(new_state, output_element)``; the new state must keep the initial
+    state's structure and dtypes. Each pass over the input starts from ``initial_state``.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     ds = tf.data.Dataset.range(1, 5).apply(tf.data.experimental.scan(
+    ...         tf.constant(0, tf.int64), lambda total, x: (total + x, total + x)))
+    ...     print([int(v) for v in ds.as_numpy_iterator()])
+    [1, 3, 6, 10]
+    """
+    return lambda dataset: dataset._scan(initial_state, scan_func)
+
+
+def get_single_element(dataset):
+    """The one element of ``dataset`` as tensors (its structure), read anew each time they are
+    evaluated: InvalidArgumentError "Dataset was empty." or "Dataset had more than one element."
+    otherwise, as TF.
+
+    >>> import zps as tf
+    >>> with tf.Graph().as_default():
+    ...     x = tf.data.experimental.get_single_element(
+    ...         tf.data.Dataset.range(10).filter(lambda x: tf.equal(x, 7)))
+    ...     print(tf.Session().run(x))
+    7
+    """
+    if not isinstance(dataset, _Dataset):
+        raise TypeError("Invalid `dataset`. Expected a `tf.data.Dataset` object but got %s."
+                        % type(dataset))
+    plan, tensors, waits = dataset._plan()
+    types, shapes = dataset._plain_specs()
+    with _get_default_graph().control_dependencies(waits):
+        out = _make_op("DatasetToSingleElement", tensors, name="DatasetToSingleElement",
+                       num_outputs=len(types), dataset=plan, output_types=tuple(types),
+                       output_shapes=tuple(shapes))
+    return _nest.pack(dataset._element,
+                      _nest.components(out, dataset._shapes, dataset._classes))
+
+
+class CsvDataset(_Dataset):
+    """The records of CSV files, one element per line: a tuple of scalars, one per column.
+
+    Each of ``record_defaults`` gives a column's type and the value of an empty (or
+    ``na_value``) field: a one-element list or tensor, or a DType for a required column
+    (float32, float64, int32, int64, string). ``filenames``: a string or a list (or 1-D string
+    tensor) of paths, read in order; ``header``: skip each file's first line; ``select_cols``:
+    the increasing indices of the columns to read (one default each); ``compression_type``:
+    "", "GZIP" or "ZLIB". Fields are parsed as ``tf.decode_csv`` parses them (RFC 4180 quotes
+    with ``use_quote_delim``); a line that does not parse is an InvalidArgumentError naming the
+    file and line.
+
+    >>> import os, tempfile, zps as tf
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("id,score,name\\n1,2.5,a\\n2,,b\\n")
+    >>> with tf.Graph().as_default():
+    ...     ds = tf.data.experimental.CsvDataset(path, [tf.int32, [0.0], [""]], header=True)
+    ...     print([(int(i), float(s), n) for i, s, n in ds.as_numpy_iterator()])
+    [(1, 2.5, b'a'), (2, 0.0, b'b')]
+    """
+
+    def __init__(self, filenames, record_defaults, compression_type=None, buffer_size=None,
+                 header=False, field_delim=",", use_quote_delim=True, na_value="",
+                 select_cols=None, exclude_cols=None):
+        if exclude_cols is not None:
+            raise NotImplementedError("CsvDataset(exclude_cols=...) is not supported; give the "
+                                      "columns to read with select_cols")
+        defaults, select_cols = _csv_arguments(record_defaults, select_cols, "CsvDataset")
+        if len(str(field_delim)) != 1:
+            raise ValueError("CsvDataset: field_delim must be one character, got %r"
+                             % (field_delim,))
+        types = [d.dtype.base_dtype for d in defaults]
+        super().__init__("csv", "CSVDataset", [], [_filenames(filenames)] + defaults,
+                         tuple([None] * len(types)), types, [_TensorShape([])] * len(types),
+                         compression_type=_compression_type(compression_type),
+                         header=bool(header), field_delim=str(field_delim),
+                         use_quote_delim=bool(use_quote_delim), na_value=str(na_value),
+                         select_cols=select_cols)
+
+
 def cardinality(dataset):
     """The number of elements of ``dataset`` as an int64 scalar tensor: INFINITE_CARDINALITY
     (-1) for one that repeats forever, UNKNOWN_CARDINALITY (-2) where it depends on the data
@@ -104,7 +192,7 @@ def _known(tensor):
 
 def _cardinality(ds):
     kind, parents = ds._kind, [_cardinality(p) for p in ds._parents]
-    if kind in ("map", "prefetch", "cache", "shuffle", "options"):
+    if kind in ("map", "prefetch", "cache", "shuffle", "options", "scan"):
         return parents[0]
     if kind == "tensors":
         return 1
@@ -157,7 +245,7 @@ def _cardinality(ds):
     return n if n < 0 else max(0, n - count)
 
 
-__all__ = ["AUTOTUNE", "DistributeOptions", "INFINITE_CARDINALITY", "OptimizationOptions",
-           "ThreadingOptions", "UNKNOWN_CARDINALITY", "cardinality", "enumerate_dataset",
-           "ignore_errors", "map_and_batch", "parallel_interleave", "shuffle_and_repeat",
-           "unbatch"]
+__all__ = ["AUTOTUNE", "CsvDataset", "DistributeOptions", "INFINITE_CARDINALITY",
+           "OptimizationOptions", "ThreadingOptions", "UNKNOWN_CARDINALITY", "cardinality",
+           "enumerate_dataset", "get_single_element", "ignore_errors", "map_and_batch",
+           "parallel_interleave", "scan", "shuffle_and_repeat", "unbatch"]

@@ -1,8 +1,8 @@
 """``tf.keras`` as TF 1.13-1.15 graph-mode programs use it (in model functions, estimators and
 MonitoredTrainingSession loops): layers (zps/keras/layers.py, on tf.layers'), ``Sequential`` and
-functional ``Model`` containers (models.py), ``activations``, ``initializers``,
-``regularizers``, ``losses`` and ``backend``. Keras's training loop (``compile``/``fit``) and
-optimizers are not implemented: train with ``tf.train``'s optimizers.
+functional ``Model`` containers (models.py) with Keras's training loop (``compile``/``fit``/
+``evaluate``/``predict`` on numpy arrays, training.py), ``optimizers`` (Keras's update rules),
+``activations``, ``initializers``, ``regularizers``, ``losses`` and ``backend``.
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():
@@ -15,7 +15,7 @@ optimizers are not implemented: train with ``tf.train``'s optimizers.
 [[3.]]
 """
 
-from zps.keras import activations, backend, initializers, layers, losses, models, regularizers  # noqa: F401 - tf.keras's namespaces
+from zps.keras import activations, backend, initializers, layers, losses, models, optimizers, regularizers  # noqa: F401 - tf.keras's namespaces
 from zps.keras.engine import Input
 from zps.keras.models import Model, Sequential
 

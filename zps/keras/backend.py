@@ -12,16 +12,21 @@ keras_learning_phase float32
 import weakref
 
 from zps.framework import default_session
-from zps.framework.graph import get_default_graph, reset_default_graph
+from zps.framework.graph import GraphKeys, get_default_graph, reset_default_graph
 from zps.ops import array_ops, math_ops, nn_ops
 
 _FLOATX = ["float32"]
 _EPSILON = [1e-7]
+_SESSION = [None]    # the session get_session made (TF1 Keras's _SESSION)
 _GRAPH_STATE = weakref.WeakKeyDictionary()   # graph -> {"uids": {}, "names": {}, "phase": ...}
 
 
 def _state():
-    return _GRAPH_STATE.setdefault(get_default_graph(), {"uids": {}, "names": {}})
+    return _state_of(get_default_graph())
+
+
+def _state_of(graph):
+    return _GRAPH_STATE.setdefault(graph, {"uids": {}, "names": {}})
 
 
 def get_uid(prefix=""):
@@ -67,18 +72,42 @@ def set_learning_phase(value):
 
 
 def clear_session():
-    """Reset the default graph (and with it the layer name counters and the learning phase)."""
+    """Reset the default graph (and with it the layer name counters and the learning phase)
+    and close the session ``get_session`` made."""
+    if _SESSION[0] is not None:
+        _SESSION[0].close()
+        _SESSION[0] = None
     reset_default_graph()
 
 
 def get_session():
-    """The default session (Keras's in TF1); zps does not make one behind your back."""
+    """The session Keras runs in (TF1's): the default session if there is one, else a session
+    over the default graph made once (and kept until ``clear_session``); the graph's variables
+    not yet initialized are initialized in it first."""
     session = default_session.get()
     if session is None:
-        raise RuntimeError("tf.keras.backend.get_session: there is no default session. Open one "
-                           "(`with tf.Session() as sess:`) and use it; zps's Keras does not "
-                           "create sessions of its own")
+        session = _SESSION[0]
+        if session is None or session.graph is not get_default_graph() or session._closed:
+            from zps.client.session import Session
+            session = _SESSION[0] = Session(graph=get_default_graph())
+    _initialize_variables(session)
     return session
+
+
+def _initialize_variables(session):
+    # Each variable is checked once (as TF's Keras): those a user initialized are left alone.
+    from zps.ops import variables
+    graph = session.graph
+    checked = session.__dict__.setdefault("_keras_checked", set())
+    new = [v for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES) if v.name not in checked]
+    if not new:
+        return
+    with graph.as_default():
+        flags = session.run([variables.is_variable_initialized(v) for v in new])
+        missing = [v for v, initialized in zip(new, flags) if not initialized]
+        if missing:
+            session.run(variables.variables_initializer(missing))
+    checked.update(v.name for v in new)
 
 
 def floatx():

@@ -117,6 +117,17 @@ class Layer(layers_impl.Layer):
         return [u for node in self._nodes
                 if [id(x) for x in layers_impl._flat(node.inputs)] == given for u in node.updates]
 
+    def get_weights(self):
+        """The values of ``weights`` (numpy arrays), read in ``tf.keras.backend.get_session()``
+        (the default session, else Keras's own), as TF's Keras does."""
+        with keras_session(self).as_default():
+            return super().get_weights()
+
+    def set_weights(self, weights):
+        """Load numpy values into ``weights`` in ``tf.keras.backend.get_session()``."""
+        with keras_session(self).as_default():
+            super().set_weights(weights)
+
     @property
     def output_shape(self):
         """The shape of the last call's output (a tuple, Nones for unknown sizes)."""
@@ -134,6 +145,14 @@ class Layer(layers_impl.Layer):
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = self._batch_input_shape
         return config
+
+
+def keras_session(layer):
+    """``tf.keras.backend.get_session()`` for the graph of ``layer``'s weights."""
+    weights = layer.weights
+    graph = weights[0].graph if weights else get_default_graph()
+    with graph.as_default():
+        return backend.get_session()
 
 
 def _history():

@@ -4,10 +4,11 @@ the same layers, so the variables are shared), with ``layers``, ``weights``,
 ``get_weights``/``set_weights``, ``summary()`` and ``save_weights``/``load_weights`` (a
 name-based checkpoint, through ``tf.train.Saver``).
 
-zps does not implement ``compile``/``fit``/``evaluate``/``predict``: build the loss from
-``model(x)`` and train it with a ``tf.train`` optimizer in a ``tf.Session``,
-``MonitoredTrainingSession`` or Estimator ``model_fn`` (add ``model.losses`` to the loss and
-run ``model.get_updates_for(x)`` with the train op).
+``compile``/``fit``/``evaluate``/``predict`` (and the ``*_on_batch`` steps) run Keras's
+training loop on numpy arrays (zps/keras/training.py). In a ``tf.Session``,
+``MonitoredTrainingSession`` or Estimator ``model_fn``, build the loss from ``model(x)`` (plus
+``model.losses``) and train it with an optimizer, running ``model.get_updates_for(x)`` with
+the train op.
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():
@@ -19,14 +20,9 @@ run ``model.get_updates_for(x)`` with the train op).
 [None, 1] ['dense/kernel:0', 'dense/bias:0', 'dense_1/kernel:0', 'dense_1/bias:0']
 """
 
+from zps.keras import training
 from zps.keras.engine import Input, InputLayer, Layer, call_accepts, node_of
 from zps.ops import layers_impl
-
-_NO_TRAINING_LOOP = (
-    "zps's tf.keras does not implement Model.%s: build the loss from `model(x)` (plus "
-    "`model.losses`) and train it with a tf.train optimizer (run `model.get_updates_for(x)` with "
-    "the train op) in a tf.Session, tf.train.MonitoredTrainingSession or an Estimator model_fn; for "
-    "predictions run `model(x)` in a Session")
 
 
 def _dedup(variables):
@@ -252,24 +248,12 @@ class Model(Layer):
         _check_checkpoint_format(filepath, None)
         Saver(var_list=self.weights).restore(_session(self, "load_weights"), filepath)
 
-    def compile(self, *args, **kwargs):
-        """Not implemented by zps (see the module docstring for what to use)."""
-        raise NotImplementedError(_NO_TRAINING_LOOP % "compile")
+    # --- Keras's training loop (zps/keras/training.py) ------------------------------------------
 
-    def fit(self, *args, **kwargs):
-        """Not implemented by zps (see the module docstring for what to use)."""
-        raise NotImplementedError(_NO_TRAINING_LOOP % "fit")
-
-    def evaluate(self, *args, **kwargs):
-        """Not implemented by zps (see the module docstring for what to use)."""
-        raise NotImplementedError(_NO_TRAINING_LOOP % "evaluate")
-
-    def predict(self, *args, **kwargs):
-        """Not implemented by zps: run ``model(x)`` in a Session."""
-        raise NotImplementedError(_NO_TRAINING_LOOP % "predict")
-
-    fit_generator, evaluate_generator, predict_generator = fit, evaluate, predict
-    train_on_batch, test_on_batch, predict_on_batch = fit, evaluate, predict
+    compile, fit, evaluate, predict = (training.compile, training.fit, training.evaluate,  # noqa: A003
+                                       training.predict)
+    train_on_batch, test_on_batch, predict_on_batch = (
+        training.train_on_batch, training.test_on_batch, training.predict_on_batch)
 
     def save(self, *args, **kwargs):
         """Not implemented by zps: use ``save_weights`` (a TF checkpoint) or tf.train.Saver."""

@@ -43,6 +43,7 @@ from zps.framework.tensor_shape import TensorShape
 from zps.ops.control_flow_ops import _private_graph
 from zps.ops.script_ops import _ERROR_CLASSES
 from zps.ops.sparse_ops import SparseTensorValue
+from zps.ops.string_ops import _decode_csv_kernel
 
 log = logging.getLogger("zps.data")
 
@@ -178,6 +179,49 @@ def _get_next(ctx, iterator, output_types, output_shapes):
 register_op("IteratorGetNext", dtype=lambda op: list(op._attrs["output_types"]),
             shape=lambda op: list(op._attrs["output_shapes"]), kernel=_get_next, stateful=True,
             ref_inputs=(0,), grad=None)
+
+
+# -- ops that read a whole dataset within one step -----------------------------------------------
+def _elements(ctx, plan, inputs):
+    """A fresh Python iterator of the elements of the dataset ``plan``, pulled within this step."""
+    return iter(_instantiate(plan, inputs, [ctx])())
+
+
+def _outputs(element):
+    return element[0] if len(element) == 1 else list(element)
+
+
+def _reduce_dataset(ctx, *inputs, dataset, fn, num_captures, num_state, output_types,
+                    output_shapes):
+    """TF's ReduceDataset: the state after ``fn(state + element)`` for each element in turn (the
+    op's inputs: ``fn``'s captured tensors, the initial state, the pipeline's tensors)."""
+    state_end = num_captures + num_state
+    fold = _Function(fn, {"inputs": list(range(num_captures))}, _Env(inputs[:num_captures], [ctx]))
+    state = tuple(_array(v, t) for v, t in zip(inputs[num_captures:state_end], output_types))
+    for element in _elements(ctx, dataset, inputs[state_end:]):
+        state = fold(state + element)
+    return _outputs(state)
+
+
+register_op("ReduceDataset", dtype=lambda op: list(op._attrs["output_types"]),
+            shape=lambda op: list(op._attrs["output_shapes"]), kernel=_reduce_dataset,
+            stateful=True, grad=None)
+
+
+def _to_single_element(ctx, *inputs, dataset, output_types, output_shapes):
+    """TF's DatasetToSingleElement: the dataset's one element (read anew at each run)."""
+    elements = _elements(ctx, dataset, inputs)
+    element = next(elements, None)
+    if element is None:
+        raise errors.InvalidArgumentError(None, None, "Dataset was empty.")
+    if next(elements, None) is not None:
+        raise errors.InvalidArgumentError(None, None, "Dataset had more than one element.")
+    return _outputs(element)
+
+
+register_op("DatasetToSingleElement", dtype=lambda op: list(op._attrs["output_types"]),
+            shape=lambda op: list(op._attrs["output_shapes"]), kernel=_to_single_element,
+            stateful=True, grad=None)
 
 
 # -- the pipeline where the iterator lives -------------------------------------------------------
@@ -324,6 +368,24 @@ class _Function:
 def _map(node, parents, env):
     (source,), fn = parents, _Function(node["fn"], node, env)
     return lambda: map(fn, source())
+
+
+@_kind("scan")
+def _scan(node, parents, env):
+    """TF's ScanDataset: ``fn(state + element)`` gives the new state, then the element out; each
+    pass over the input starts again from the initial state (the node's last inputs)."""
+    (source,), fn, n = parents, _Function(node["fn"], node, env), node["num_state"]
+    initial = tuple(_inputs(node, env)[len(node["inputs"]) - n:])
+
+    def iterate():
+        elements, state = source(), [initial]
+
+        def step():
+            out = fn(state[0] + next(elements))
+            state[0] = out[:n]
+            return out[n:]
+        return _resumable(step)
+    return iterate
 
 
 @_kind("filter")
@@ -840,20 +902,46 @@ def _filenames(node, env):
     return [n.decode() if isinstance(n, bytes) else str(n) for n in names.reshape(-1).tolist()]
 
 
+def _lines(path, compression):
+    """The lines of a text file, without their line ending (``\\n`` or ``\\r\\n``)."""
+    stream, raw = python_io._open_read(path, compression)
+    try:
+        for line in stream:
+            line = line[:-1] if line.endswith(b"\n") else line
+            yield line[:-1] if line.endswith(b"\r") else line
+    finally:
+        stream.close()
+        raw.close()
+
+
 @_kind("text_line")
 def _text_line(node, parents, env):
     paths, compression = _filenames(node, env), python_io._compression(node["compression_type"])
+    return lambda: ((_string(line),) for path in paths for line in _lines(path, compression))
 
-    def iterate():
-        for path in paths:
-            stream, raw = python_io._open_read(path, compression)
+
+@_kind("csv")
+def _csv(node, parents, env):
+    """TF's CsvDataset: each line (after the header) parsed by DecodeCSV's kernel; an error
+    names the file and line."""
+    paths, compression = _filenames(node, env), python_io._compression(node["compression_type"])
+    defaults = _inputs(node, env)[1:]
+    options = {k: node[k] for k in ("field_delim", "use_quote_delim", "na_value", "select_cols")}
+
+    def iterate():   # resumable: ignore_errors skips a bad line and reads on
+        lines = ((path, number, line) for path in paths
+                 for number, line in enumerate(_lines(path, compression), 1)
+                 if number > 1 or not node["header"])
+
+        def step():
+            path, number, line = next(lines)
             try:
-                for line in stream:
-                    line = line[:-1] if line.endswith(b"\n") else line
-                    yield (_string(line[:-1] if line.endswith(b"\r") else line),)
-            finally:
-                stream.close()
-                raw.close()
+                out = _decode_csv_kernel(None, _string(line), *defaults, **options)
+            except errors.InvalidArgumentError as e:
+                raise errors.InvalidArgumentError(None, None, "%s (%s, line %d: %r)" % (
+                    e.message, path, number, line)) from None
+            return out if isinstance(out, tuple) else (out,)
+        return _resumable(step)
     return iterate
 
 

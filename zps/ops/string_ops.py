@@ -784,6 +784,33 @@ register_op("DecodeCSV", dtype=lambda op: [t.dtype.base_dtype for t in op.inputs
 _CSV_TYPES = (_dtypes.float32, _dtypes.float64, _dtypes.int32, _dtypes.int64, _dtypes.string)
 
 
+def csv_arguments(record_defaults, select_cols, what):
+    """``record_defaults`` as tensors (a DType: an empty one, a required column) and
+    ``select_cols`` as a tuple (or None), checked as TF's decode_csv and CsvDataset check them."""
+    if select_cols is not None:
+        select_cols = tuple(int(c) for c in select_cols)
+        if any(b <= a for a, b in zip(select_cols, select_cols[1:])):
+            raise ValueError("select_cols is not strictly increasing.")
+        if select_cols and select_cols[0] < 0:
+            raise ValueError("select_cols contains negative values.")
+        if len(select_cols) != len(record_defaults):
+            raise ValueError("Length of select_cols and record_defaults do not match.")
+    defaults = []
+    for i, d in enumerate(record_defaults):
+        t = convert_to_tensor([], dtype=d, name="record_defaults_%d" % i) if isinstance(
+            d, _dtypes.DType) else convert_to_tensor(d, name="record_defaults_%d" % i)
+        if t.dtype.base_dtype not in _CSV_TYPES:
+            raise TypeError("%s: record_defaults[%d] has type %s; supported: %s"
+                            % (what, i, t.dtype.name, [d.name for d in _CSV_TYPES]))
+        n = t.get_shape().num_elements()
+        if n is not None and n > 1:
+            raise ValueError("%s: record_defaults[%d] must have at most one element (a "
+                             "default value, or none for a required column), got shape %s"
+                             % (what, i, t.get_shape()))
+        defaults.append(t)
+    return defaults, select_cols
+
+
 def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
                na_value="", select_cols=None):
     """Parse CSV ``records`` into one tensor per column, shaped as ``records``.
@@ -797,27 +824,8 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
     ...     print(tf.Session().run([a, b]))
     [array([1, 3], dtype=int32), array([ 2.5, -1. ], dtype=float32)]
     """
-    if select_cols is not None:
-        select_cols = tuple(int(c) for c in select_cols)
-        if any(b <= a for a, b in zip(select_cols, select_cols[1:])):
-            raise ValueError("select_cols is not strictly increasing.")
-        if select_cols and select_cols[0] < 0:
-            raise ValueError("select_cols contains negative values.")
-        if len(select_cols) != len(record_defaults):
-            raise ValueError("Length of select_cols and record_defaults do not match.")
+    defaults, select_cols = csv_arguments(record_defaults, select_cols, "decode_csv")
     records = _string_tensor(records, "records")
-    defaults = []
-    for i, d in enumerate(record_defaults):
-        t = convert_to_tensor(d, name="record_defaults_%d" % i)
-        if t.dtype.base_dtype not in _CSV_TYPES:
-            raise TypeError("decode_csv: record_defaults[%d] has type %s; supported: %s"
-                            % (i, t.dtype.name, [d.name for d in _CSV_TYPES]))
-        n = t.get_shape().num_elements()
-        if n is not None and n > 1:
-            raise ValueError("decode_csv: record_defaults[%d] must have at most one element (a "
-                             "default value, or none for a required column), got shape %s"
-                             % (i, t.get_shape()))
-        defaults.append(t)
     return make_op("DecodeCSV", [records] + defaults, name=name or "DecodeCSV",
                    num_outputs=len(defaults), field_delim=str(field_delim),
                    use_quote_delim=bool(use_quote_delim), na_value=str(na_value),
