@@ -476,7 +476,7 @@ _FUSED_SOURCES = {
                        "_adagrad_update", False),
     "adam": ("T g, T alpha, T beta1, T beta2, T epsilon", "T w, T m, T v",
              "m += (g - m) * (1 - beta1); v += (g * g - v) * (1 - beta2);"
-             " w -= m / (sqrt(v) + epsilon) * alpha;", "_adam_update", False),
+             " w -= m * alpha / (sqrt(v) + epsilon);", "_adam_update", False),
     "adam_nesterov": ("T g, T alpha, T beta1, T beta2, T epsilon", "T w, T m, T v",
                       "m += (g - m) * (1 - beta1); v += (g * g - v) * (1 - beta2);"
                       " w -= (m * beta1 + g * (1 - beta1)) * alpha / (sqrt(v) + epsilon);",

@@ -515,8 +515,9 @@ def sparse_apply_ftrl(var, accum, linear, grad, indices, lr, l1, l2, lr_power, u
 
 # -- Adam ----------------------------------------------------------------------------------------
 # alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m += (g - m) * (1 - beta1);
-# v += (g^2 - v) * (1 - beta2); var -= alpha * m / (sqrt(v) + epsilon)
-# (Nesterov: alpha * (m * beta1 + (1 - beta1) * g) / (sqrt(v) + epsilon)).
+# v += (g^2 - v) * (1 - beta2); var -= m * alpha / (sqrt(v) + epsilon)
+# (Nesterov: (m * beta1 + (1 - beta1) * g) * alpha / (sqrt(v) + epsilon)), in TF's order of
+# operations, so that float32 results are TF's to the last bit.
 def _adam_alpha(xp, lr, beta1_power, beta2_power):
     # A one of lr's dtype: numpy 1 computes 1 - a float32 0-d array in float64.
     one = lr.dtype.type(1)
@@ -526,9 +527,9 @@ def _adam_alpha(xp, lr, beta1_power, beta2_power):
 def _adam_var_update(xp, tmp, tmp2, w, m, v, alpha, epsilon):
     xp.sqrt(v, out=tmp)
     tmp += epsilon
-    xp.divide(m, tmp, out=tmp)
-    tmp *= alpha
-    w -= tmp
+    xp.multiply(m, alpha, out=tmp2)
+    tmp2 /= tmp
+    w -= tmp2
 
 
 def _adam_update(xp, tmp, tmp2, w, m, v, g, alpha, beta1, beta2, epsilon, use_nesterov):
