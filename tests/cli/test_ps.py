@@ -86,13 +86,19 @@ def test_zps_ps_serves_a_session_and_stops_cleanly(how, sig):
     else:
         cmd, env = cli("ps"), {"TF_CONFIG": json.dumps({"cluster": cluster,
                                                         "task": {"type": "ps", "index": 0}})}
+    serving = "serving /job:ps/task:0 at %s" % address
     with running(cmd, env=env) as proc:
         wait_for_port("127.0.0.1", ps_port, 30, proc)
         assert _session_on_ps(address) == 12.0
+        # The port serves before zps-ps's main thread logs that it does: wait for the line (a
+        # signal while the server starts stops it without that line, which is right too).
+        logged = []
+        while not logged or serving not in logged[-1]:
+            logged.append(proc.stderr.readline())
+            assert logged[-1], "zps-ps ended without saying it serves"
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
-    assert "serving /job:ps/task:0 at %s" % address in err
     assert "%s: stopping /job:ps/task:0" % sig.name in err
 
 
