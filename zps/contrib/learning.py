@@ -24,6 +24,8 @@ import os
 import sys
 import time
 
+from zps.client.config import RunMetadata, RunOptions
+from zps.client.timeline import Timeline
 from zps.framework import errors
 from zps.framework.graph import GraphKeys, IndexedSlices, get_default_graph
 from zps.ops import (
@@ -148,9 +150,6 @@ def train_step(sess, train_op, global_step, train_step_kwargs):
     """Run ``train_op`` once; returns ``(loss, should_stop)``. ``train_step_kwargs`` may hold
     the boolean tensors ``should_stop`` and ``should_log`` (and ``should_trace`` with ``logdir``:
     a Chrome trace of the step is written there)."""
-    from zps.client.config import RunMetadata, RunOptions
-    from zps.client.timeline import Timeline
-
     start = time.time()
     options = run_metadata = None
     if "should_trace" in train_step_kwargs:

@@ -25,6 +25,7 @@ from zps.contrib.arg_scope import add_arg_scope
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, get_default_graph
 from zps.ops import array_ops, control_flow_ops, state_ops, variable_scope, variables
+from zps.ops.variables import checkpoint_name as get_variable_full_name
 from zps.train import saver as saver_
 from zps.train.checkpoint_management import NewCheckpointReader
 from zps.train.training_util import (
@@ -185,12 +186,6 @@ def filter_variables(var_list, include_patterns=None, exclude_patterns=None, reg
             and not (exclude_patterns and matches(v, exclude_patterns))]
 
 
-def get_variable_full_name(var):
-    """The name a checkpoint knows ``var`` by: the whole variable's for a partition."""
-    info = getattr(var, "_get_save_slice_info", lambda: None)()
-    return info.full_name if info is not None else var.op.name
-
-
 class VariableDeviceChooser:
     """A device function placing variables round-robin on ``num_tasks`` tasks of ``job_name``
     (``/job:ps/task:i/device:CPU:0``); with ``num_tasks=0``, on this process's device."""
@@ -294,9 +289,9 @@ def assign_from_checkpoint_fn(model_path, var_list, ignore_missing_vars=False,
             missing = [n for n in var_list if not reader.has_tensor(n)]
             var_list = {n: v for n, v in var_list.items() if n not in missing}
         else:
-            missing = [get_variable_full_name(v) for v in var_list
-                       if not reader.has_tensor(get_variable_full_name(v))]
-            var_list = [v for v in var_list if get_variable_full_name(v) not in missing]
+            present = [reader.has_tensor(get_variable_full_name(v)) for v in var_list]
+            missing = [get_variable_full_name(v) for v, ok in zip(var_list, present) if not ok]
+            var_list = [v for v, ok in zip(var_list, present) if ok]
         if missing:
             _logger.warning("Variable(s) %s missing in checkpoint %s", ", ".join(missing),
                             model_path)

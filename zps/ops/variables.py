@@ -272,6 +272,16 @@ def _use_resource(use_resource):
     return bool(use_resource)
 
 
+def checkpoint_name(var):
+    """The name a checkpoint knows ``var`` by: a partition's whole variable's name (its
+    SaveSliceInfo's), a PartitionedVariable's name, else the variable's op name."""
+    get_info = getattr(var, "_get_save_slice_info", None)
+    if get_info is None:   # a PartitionedVariable: named as the whole variable
+        return var.name
+    info = get_info()
+    return info.full_name if info is not None else var.op.name
+
+
 class SaveSliceInfo:
     """Where a shard of a partitioned variable sits: the full variable's name and shape, and the
     shard's offset and shape in it (TF1's ``Variable.SaveSliceInfo``). The Saver stores it."""

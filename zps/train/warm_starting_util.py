@@ -26,7 +26,7 @@ import logging
 
 from zps.framework.graph import GraphKeys, get_default_graph
 from zps.ops.partitioned_variables import PartitionedVariable
-from zps.ops.variables import Variable
+from zps.ops.variables import Variable, checkpoint_name
 from zps.train.checkpoint_management import init_from_checkpoint
 
 _logger = logging.getLogger(__name__)
@@ -47,14 +47,6 @@ class VocabInfo(collections.namedtuple("VocabInfo", [
                              "Provided axis: %s" % (axis,))
         return super().__new__(cls, new_vocab, new_vocab_size, num_oov_buckets, old_vocab,
                                old_vocab_size, backup_initializer, axis)
-
-
-def _var_name(var):
-    """The checkpoint name of a variable: a partitioned one's full name, else its op's name."""
-    if isinstance(var, PartitionedVariable):
-        return var.name
-    info = var._get_save_slice_info()
-    return info.full_name if info is not None else var.op.name
 
 
 def _grouped_variables(vars_to_warm_start):
@@ -80,7 +72,7 @@ def _grouped_variables(vars_to_warm_start):
     grouped = {}
     for v in chosen:
         parts = v._get_variable_list() if isinstance(v, PartitionedVariable) else [v]
-        group = grouped.setdefault(_var_name(v), [])
+        group = grouped.setdefault(checkpoint_name(v), [])
         group.extend(p for p in parts if all(p is not q for q in group))   # a var two regexes match
     return grouped
 
