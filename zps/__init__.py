@@ -62,11 +62,14 @@ from zps.ops.summary_proto import Event, HistogramProto, SessionLog, Summary, Su
 from zps.framework.serialization import *  # noqa: F403
 from zps.client.config import ConfigProto, GPUOptions, GraphOptions, RunMetadata, RunOptions
 from zps.client.session import InteractiveSession, Session
+from zps.data.structure import SparseTensorSpec, TensorSpec
 from zps import (app, bitwise, compat, contrib, data, debugging, distribute, dtypes, estimator,
                  feature_column, flags, gfile, graph_util, image, io, layers, linalg, logging,
-                 lookup, queue,
+                 lookup, queue, saved_model,
                  losses, math, metrics, nest, nn, python_io, random, sparse, strings, summary, test,
                  train)
+from zps import signal, spectral
+from zps.ops.spectral_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d  # TF1's top-level names
 from zps.framework.v2_compat import *  # noqa: F403
 from zps import keras
 initializers.tables_initializer = tables_initializer  # noqa: F405 - TF1's alias there

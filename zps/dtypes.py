@@ -10,6 +10,8 @@ from zps.framework.dtypes import (
     DType,
     as_dtype,
     bool,  # noqa: A004 - TF's name
+    complex64,
+    complex128,
     double,
     float16,
     float32,
@@ -25,6 +27,6 @@ from zps.framework.dtypes import (
 from zps.ops.math_ops import cast, saturate_cast
 from zps.ops.string_ops import as_string
 
-__all__ = ["DType", "as_dtype", "as_string", "bool", "cast", "double", "float16", "float32",
-           "float64", "half", "int16", "int32", "int64", "int8", "saturate_cast", "string",
-           "uint8"]
+__all__ = ["DType", "as_dtype", "as_string", "bool", "cast", "complex64", "complex128",
+           "double", "float16", "float32", "float64", "half", "int16", "int32", "int64", "int8",
+           "saturate_cast", "string", "uint8"]

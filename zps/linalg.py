@@ -18,7 +18,11 @@ from zps.ops.math_ops import einsum, matmul, tensordot  # tf.linalg.matmul is tf
 from zps.ops.nn_ops import l2_normalize
 
 transpose = matrix_transpose
-adjoint = matrix_transpose   # real tensors: the adjoint is the transpose
+
+
+def adjoint(matrix, name=None):
+    """The conjugate transpose of the innermost matrices of ``matrix`` (the transpose if real)."""
+    return matrix_transpose(matrix, name=name or "adjoint", conjugate=True)
 
 __all__ = ["adjoint", "band_part", "cholesky", "det", "diag", "diag_part", "eigh", "eigvalsh",
            "einsum", "eye", "global_norm", "inv", "l2_normalize", "matmul", "matrix_transpose",

@@ -233,7 +233,7 @@ def test_train_argument_errors(tmp_path):
                 input_fn, steps=1, saving_listeners=[tf.train.CheckpointSaverListener()])
     with pytest.raises(ValueError, match="Could not find trained model"):
         est.get_variable_names()
-    with pytest.raises(NotImplementedError, match="zps does not write SavedModels"):
+    with pytest.raises(ValueError, match="Couldn't find trained model at"):
         est.export_savedmodel(str(tmp_path / "export"), lambda: None)
 
 

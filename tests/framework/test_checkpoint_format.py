@@ -157,7 +157,7 @@ def test_index_is_validated(tmp_path):
     bad = {"w": {"dtype": "float32", "shape": [1], "shard": 3, "key": "w"}}
     with pytest.raises(tf.errors.DataLossError, match="do not name a listed shard"):
         cf.CheckpointReader(_write_index(tmp_path, dict(base, tensors=bad)))
-    bad = {"w": {"dtype": "complex64", "shape": [1], "shard": 0, "key": "w"}}
+    bad = {"w": {"dtype": "bfloat16", "shape": [1], "shard": 0, "key": "w"}}
     with pytest.raises(tf.errors.DataLossError, match="dtype"):
         cf.CheckpointReader(_write_index(tmp_path, dict(base, tensors=bad)))
     sliced = {"w": {"dtype": "float32", "shape": [4], "slices": []}}

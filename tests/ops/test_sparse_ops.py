@@ -234,9 +234,32 @@ def test_sparse_tensor_static_checks():
             sparse_ops.SparseTensor([[0, 0, 0]], [1.0], [4, 5])
         with pytest.raises(TypeError, match="must be a SparseTensor"):
             sparse_ops.sparse_tensor_to_dense([1.0])
-        with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"indices\[0\] = \[5,0\] is out of bounds: need 0 <= index < \[4,5\]"):
             tf.Session().run(sparse_ops.sparse_tensor_to_dense(
                 sparse_ops.SparseTensor([[5, 0]], [1.0], [4, 5])))
+
+
+@pytest.mark.parametrize("indices, error", [
+    ([[0, 2], [0, 1]], r"indices\[1\] = \[0,1\] is out of order"),
+    ([[1, 0], [0, 3]], r"indices\[1\] = \[0,3\] is out of order"),
+    ([[0, 1], [1, 0], [1, 0]], r"indices\[2\] = \[1,0\] is repeated"),
+])
+def test_sparse_tensor_to_dense_validates_the_order_of_indices(indices, error):
+    # TF1: validate_indices=True (the default) refuses unsorted or repeated indices with these
+    # messages; validate_indices=False writes them as they come (the last of a repeat wins).
+    with tf.Graph().as_default(), tf.Session() as sess:
+        st = sparse_ops.SparseTensor(indices, np.arange(1.0, len(indices) + 1), [2, 4])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="(?s)" + error + r".*tf\.sparse\.reorder"):
+            sess.run(sparse_ops.sparse_tensor_to_dense(st))
+        dense = sess.run(sparse_ops.sparse_tensor_to_dense(st, validate_indices=False))
+        want = np.zeros((2, 4))
+        for k, (i, j) in enumerate(indices):
+            want[i, j] = k + 1.0
+        np.testing.assert_array_equal(dense, want)
+        np.testing.assert_array_equal(
+            sess.run(sparse_ops.sparse_tensor_to_dense(tf.sparse.reorder(st)))
+            if len(set(map(tuple, indices))) == len(indices) else want, want)
 
 
 ST = ([[0, 0], [0, 2], [1, 1], [2, 0]], [1.0, -2.0, 3.0, 4.0], [3, 3])

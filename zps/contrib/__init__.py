@@ -2,8 +2,9 @@
 ``tf.contrib.embedding``: growable hash embedding tables, and ``tf.contrib.rnn``: the recurrent
 cells of ``tf.nn.rnn_cell``, ``tf.contrib.layers``: TF1's contrib layers, regularizers and
 initializers, ``tf.contrib.framework``: ``arg_scope`` and the variable helpers, and
-``tf.contrib.slim``: all of these under slim's names, with ``slim.learning``."""
+``tf.contrib.slim``: all of these under slim's names, with ``slim.learning``, and
+``tf.contrib.opt``: TF1's contributed optimizers."""
 
-from zps.contrib import embedding, framework, layers, rnn, slim, training
+from zps.contrib import embedding, framework, layers, opt, rnn, slim, training
 
-__all__ = ["embedding", "framework", "layers", "rnn", "slim", "training"]
+__all__ = ["embedding", "framework", "layers", "opt", "rnn", "slim", "training"]

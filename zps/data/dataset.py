@@ -71,12 +71,17 @@ class Dataset:
         self._waits = [w for p in self._parents for w in p._waits]
         self._elementwise = False   # a map that batches commute with (see _elementwise)
         self._options = None        # set by with_options (kept in Python, not in the pipeline)
+        # Dataset.window's: each component of an element is a window of the input's component,
+        # carried as its stacked values and given to functions as a nested dataset (_trace).
+        self._window = False
 
     def _derived(self, kind, name, tensors=(), element=_SAME, types=None, shapes=None,
                  classes=None, fn=None, **attrs):
         """A dataset reading this one (same element structure, types, shapes and classes unless
         given), with the traced function ``fn`` (a _Traced) if any: the tensors it captures come
         first."""
+        if self._window and kind not in _WINDOW_KINDS:
+            _not_for_windows(kind)
         if fn is not None:
             tensors, attrs["fn"] = fn.captures + list(tensors), fn.attr
         ds = Dataset(kind, name, [self], tensors, self._element if element is _SAME else element,
@@ -85,6 +90,7 @@ class Dataset:
                      self._classes if classes is None else classes, **attrs)
         if fn is not None:
             ds._waits = list(dict.fromkeys(ds._waits + fn.waits))
+        ds._window = self._window and _WINDOW_KINDS[kind]
         return ds
 
     # -- sources -------------------------------------------------------------------------------
@@ -216,6 +222,8 @@ class Dataset:
             if not isinstance(d, Dataset):
                 raise TypeError("Dataset.zip takes a (nested) tuple or dict of Datasets, got %r"
                                 % (d,))
+        if any(d._window for d in flat):
+            _not_for_windows("zip")
         element = nest.pack(datasets, [d.output_types for d in flat])
         return Dataset("zip", "ZipDataset", flat, [], element,
                        [t for d in flat for t in d._types], [s for d in flat for s in d._shapes],
@@ -224,6 +232,8 @@ class Dataset:
     # -- transformations -----------------------------------------------------------------------
     def concatenate(self, dataset):
         """This dataset's elements, then ``dataset``'s (same structure, types and classes)."""
+        if self._window or dataset._window:
+            _not_for_windows("concatenate")
         if not nest.same_structure(self.output_types, dataset.output_types) or \
                 self._types != dataset._types:
             raise TypeError("Datasets to concatenate must have the same structure and types: %s "
@@ -252,7 +262,7 @@ class Dataset:
         value = tuple(value) if isinstance(value, list) else value   # as TF1 1.15
         ds = self._derived("map", "MapDataset", element=value, types=types, shapes=shapes,
                            classes=classes, fn=fn)
-        ds._elementwise = fn.elementwise
+        ds._elementwise = fn.elementwise and not self._window   # (a window is no batch row)
         return ds
 
     def filter(self, predicate):
@@ -448,12 +458,54 @@ class Dataset:
         return self._derived("prefetch", "PrefetchDataset")
 
     def cache(self, filename=""):
-        """The same elements, kept in memory after the first complete pass (later epochs of a
-        ``repeat`` read them from there)."""
-        if filename:
-            raise NotImplementedError("Dataset.cache(filename) (a cache on disk) is not supported; "
-                                      "use cache() to cache in memory")
-        return self._derived("cache", "CacheDataset")
+        """The same elements, kept after the first complete pass: in memory (later epochs of a
+        ``repeat`` read them from there), or with ``filename`` (a string or string scalar
+        tensor) in a file, ``filename + ".zpscache"``, that every later pass reads instead of
+        the input, by any iterator, until the file is deleted. A pass cut short leaves no
+        cache (see zps.ops.dataset_cache for the format: msgpack, never pickle).
+
+        >>> import os, tempfile, zps as tf
+        >>> path = os.path.join(tempfile.mkdtemp(), "cache")
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.range(3).cache(path)
+        ...     print([int(x) for x in ds.as_numpy_iterator()], os.path.exists(path + ".zpscache"))
+        [0, 1, 2] True
+        """
+        filename = _filenames(filename, "filename")
+        if filename.get_shape().ndims not in (None, 0):
+            raise ValueError("Dataset.cache: filename must be a string scalar, got shape %s"
+                             % filename.get_shape())
+        return self._derived("cache", "CacheDataset", [filename],
+                             plain_types=[t.name for t in self._plain_specs()[0]])
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False):
+        """A dataset of windows: each element has the input element's structure, each component
+        a nested Dataset of ``size`` consecutive components (every ``stride``-th), the windows
+        starting ``shift`` (default ``size``) elements apart; the last windows are shorter
+        unless ``drop_remainder``. Read them with ``flat_map`` or ``interleave``, whose
+        function gets one dataset per component (TF's ``WindowDataset``). A window's elements
+        must have one shape (they are carried stacked).
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     ds = tf.data.Dataset.range(5).window(3, shift=1, drop_remainder=True)
+        ...     ds = ds.flat_map(lambda w: w.batch(3))
+        ...     print([b.tolist() for b in ds.as_numpy_iterator()])
+        [[0, 1, 2], [1, 2, 3], [2, 3, 4]]
+        """
+        if self._window:
+            raise NotImplementedError("window() of a dataset of windows is not supported: "
+                                      "flat_map the windows first")
+        if SparseTensor in self._classes:
+            raise NotImplementedError("window() of SparseTensor components is not supported, got "
+                                      "%s" % (self.output_classes,))
+        args = [_int64(v, what) for v, what in ((size, "size"), (size if shift is None else shift,
+                                                                  "shift"), (stride, "stride"))]
+        ds = self._derived("window", "WindowDataset", args,
+                           shapes=[TensorShape([None]).concatenate(s) for s in self._shapes],
+                           drop_remainder=bool(drop_remainder))
+        ds._window = True
+        return ds
 
     def apply(self, transformation_func):
         """``transformation_func(self)``, which must return a Dataset."""
@@ -506,6 +558,10 @@ class Dataset:
         ...     print([int(v) for v in tf.Session().run([total, count])])
         [10, 5]
         """
+        if initial_state is not None and not nest.flatten(initial_state):
+            raise ValueError("Dataset.reduce: initial_state %r has no components; the state "
+                             "needs at least one tensor (TF: Attr 'Tstate' of 'ReduceDataset' Op "
+                             "passed list of length 0 less than minimum 1.)" % (initial_state,))
         fn, state, (types, shapes, classes), _ = _trace_with_state(
             self, initial_state, reduce_func, "reduce")
         plan, tensors, waits = self._plan()
@@ -534,20 +590,44 @@ class Dataset:
 
     # -- the element's static structure (TF1's properties) -------------------------------------
     @property
+    def element_spec(self):
+        """The element's structure with each component's TypeSpec: ``tf.TensorSpec``,
+        ``SparseTensorSpec`` (dense shape, values' dtype), or ``DatasetSpec`` for a window.
+
+        >>> import zps as tf
+        >>> with tf.Graph().as_default():
+        ...     print(tf.data.Dataset.from_tensor_slices({"x": [[1.0, 2.0]]}).element_spec)
+        {'x': TensorSpec(shape=(2,), dtype=tf.float32, name=None)}
+        """
+        if self._window:
+            return nest.pack(self._element, [
+                nest.DatasetSpec(nest.spec(t, s[1:], c)) for t, s, c
+                in zip(self._types, self._shapes, self._classes)])
+        return nest.pack(self._element, [nest.spec(*v) for v in zip(self._types, self._shapes,
+                                                                    self._classes)])
+
+    @property
     def output_types(self):
-        """The element's structure with each component's DType."""
-        return nest.pack(self._element, self._types)
+        """The element's structure with each component's DType (a window's: its DatasetSpec)."""
+        return self.element_spec if self._window else nest.pack(self._element, self._types)
 
     @property
     def output_shapes(self):
-        """The element's structure with each component's static TensorShape."""
-        return nest.pack(self._element, self._shapes)
+        """The element's structure with each component's static TensorShape (a window's: its
+        DatasetSpec)."""
+        return self.element_spec if self._window else nest.pack(self._element, self._shapes)
 
     @property
     def output_classes(self):
         """The element's structure with each component's class (``tf.Tensor`` or
-        ``tf.SparseTensor``)."""
-        return nest.pack(self._element, self._classes)
+        ``tf.SparseTensor``; a window's: its DatasetSpec)."""
+        return self.element_spec if self._window else nest.pack(self._element, self._classes)
+
+    def _check_iterable(self):
+        if self._window:
+            raise TypeError("A dataset of windows (Dataset.window) has nested datasets as "
+                            "elements, which an iterator cannot return: read them with "
+                            "flat_map, e.g. ds.window(3).flat_map(lambda w: w.batch(3))")
 
     # -- iterators -----------------------------------------------------------------------------
     def make_one_shot_iterator(self):
@@ -559,6 +639,7 @@ class Dataset:
         """An iterator with an ``initializer`` op, which (re)starts it at the first element;
         placeholders the dataset uses are fed when running it."""
         from zps.data.iterator import Iterator
+        self._check_iterable()
         it = Iterator.from_structure(self.output_types, self.output_shapes, shared_name,
                                      self.output_classes)
         it._initializer = it.make_initializer(self)
@@ -604,6 +685,19 @@ def _batched(ds, size, drop_remainder):
     return ds._derived("batch", "BatchDataset", [size],
                        shapes=[batch.concatenate(s) for s in ds._shapes],
                        drop_remainder=drop_remainder, sparse=nest.sparse_flags(ds._classes))
+
+
+# What a dataset of windows (Dataset.window) may be given to: kind -> whether the result is
+# still a dataset of windows (the kinds that pass elements through unchanged).
+_WINDOW_KINDS = {"repeat": True, "take": True, "skip": True, "shuffle": True, "shard": True,
+                 "prefetch": True, "options": True, "cache": True, "filter": True,
+                 "ignore_errors": True, "map": False, "flat_map": False, "interleave": False}
+
+
+def _not_for_windows(what):
+    raise TypeError("%s of a dataset of windows (Dataset.window) is not supported in zps: "
+                    "turn the windows into tensors first, e.g. "
+                    "ds.window(3).flat_map(lambda w: w.batch(3))" % what)
 
 
 # Ops whose every output element is computed from the same position of their inputs, exactly
@@ -661,6 +755,8 @@ def _trace_with_state(dataset, initial_state, func, what):
     fixed point, as TF: a shape the function changes is relaxed to what both have in common.
     Returns (_Traced, (the state's structure, its leaves), the state's (types, shapes,
     classes), and for scan (the output's structure, types, shapes, classes))."""
+    if dataset._window:
+        _not_for_windows(what)
     structure, leaves = _as_element(initial_state, what)
     types, shapes, classes = nest.specs(leaves)
     label = "`scan_func`" if what == "scan" else "`reduce_func`"
@@ -725,8 +821,11 @@ def _trace(dataset, func, what, returns_dataset=False):
         with graph.control_dependencies(None):
             args = [array_ops.placeholder(t, s, name="arg%d" % i)
                     for i, (t, s) in enumerate(zip(*dataset._plain_specs()))]
-        element = nest.pack(dataset._element,
-                            nest.components(args, dataset._shapes, dataset._classes))
+        if getattr(dataset, "_window", False):   # a window's components: nested datasets
+            element = nest.pack(dataset._element, [Dataset.from_tensor_slices(a) for a in args])
+        else:
+            element = nest.pack(dataset._element,
+                                nest.components(args, dataset._shapes, dataset._classes))
         result, returned = [], []
 
         def call():

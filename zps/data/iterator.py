@@ -114,6 +114,7 @@ class Iterator:
 
     @staticmethod
     def _one_shot(dataset):
+        dataset._check_iterable()
         plan, tensors, waits = dataset._plan()
         types, shapes = dataset._plain_specs()
         with get_default_graph().control_dependencies(waits):
@@ -125,6 +126,7 @@ class Iterator:
     def make_initializer(self, dataset, name=None):
         """The op that (re)starts this iterator at the first element of ``dataset`` (which must
         have this iterator's structure, classes, types and compatible shapes)."""
+        dataset._check_iterable()
         if not nest.same_structure(self._output_types, dataset.output_types):
             raise ValueError("The two structures don't have the same nested structure: the "
                             "iterator's elements are %s, the dataset's %s"

@@ -132,6 +132,79 @@ def components(tensors, shapes, classes):
     return out
 
 
+# -- element_spec: TF's TypeSpecs of components ---------------------------------------------------
+class TensorSpec:
+    """The type of a dense component: its static ``shape`` and ``dtype`` (``tf.TensorSpec``).
+
+    >>> import zps as tf
+    >>> tf.TensorSpec([None, 3], tf.float32)
+    TensorSpec(shape=(?, 3), dtype=tf.float32, name=None)
+    """
+
+    def __init__(self, shape, dtype=_dtypes.float32, name=None):
+        self._shape = TensorShape(shape)
+        self._dtype = _dtypes.as_dtype(dtype)
+        self._name = name
+
+    shape = property(lambda self: self._shape, doc="The static TensorShape.")
+    dtype = property(lambda self: self._dtype, doc="The DType.")
+    name = property(lambda self: self._name, doc="The name (None for a dataset's component).")
+
+    def is_compatible_with(self, other):
+        """Whether ``other`` (a TensorSpec or a Tensor) has this dtype and a compatible shape."""
+        return self._dtype == other.dtype.base_dtype and \
+            self._shape.is_compatible_with(other.shape if isinstance(other, TensorSpec)
+                                           else other.get_shape())
+
+    def _key(self):
+        return (type(self), self._dtype, self._shape.as_list() if self._shape.ndims is not None
+                else None, self._name)
+
+    def __eq__(self, other):
+        return isinstance(other, TensorSpec) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(repr(self))
+
+    def __repr__(self):
+        return "TensorSpec(shape=%s, dtype=%r, name=%r)" % (self._shape, self._dtype, self._name)
+
+
+class SparseTensorSpec(TensorSpec):
+    """The type of a sparse component: its dense ``shape`` and its values' ``dtype``."""
+
+    def __init__(self, shape=None, dtype=_dtypes.float32):
+        super().__init__(TensorShape(shape), dtype)
+
+    def __repr__(self):
+        return "SparseTensorSpec(%r, %r)" % (self._shape, self._dtype)
+
+
+class DatasetSpec:
+    """The type of a component that is itself a dataset (``Dataset.window``'s elements):
+    ``element_spec``, the nested dataset's."""
+
+    def __init__(self, element_spec, dataset_shape=()):
+        self._element_spec = element_spec
+        self._dataset_shape = TensorShape(dataset_shape)
+
+    element_spec = property(lambda self: self._element_spec, doc="The nested dataset's.")
+
+    def __eq__(self, other):
+        return isinstance(other, DatasetSpec) and repr(self) == repr(other)
+
+    def __hash__(self):
+        return hash(repr(self))
+
+    def __repr__(self):
+        return "DatasetSpec(%r, %r)" % (self._element_spec, self._dataset_shape)
+
+
+def spec(dtype, shape, cls):
+    """A component's TypeSpec from its dtype, static shape and class."""
+    return SparseTensorSpec(shape, dtype) if cls is SparseTensor else TensorSpec(shape, dtype)
+
+
 def sparse_flags(classes):
     """Which components are sparse (a pipeline node's ``sparse`` attr: see dataset_ops)."""
     return [cls is SparseTensor for cls in classes]

@@ -21,7 +21,8 @@
 As TF1's Estimator, each call builds a new graph: ``input_fn`` (a Dataset, or ``(features,
 labels)``), then ``model_fn`` (any subset of ``features, labels, mode, params, config``), and runs
 it in a MonitoredSession: training restores the latest checkpoint of ``model_dir`` and saves
-there; evaluation and prediction restore it.
+there; evaluation and prediction restore it. ``export_saved_model`` writes the PREDICT graph
+of a ``serving_input_receiver_fn`` with the latest checkpoint as a SavedModel.
 """
 
 import copy
@@ -32,15 +33,21 @@ import time
 
 import numpy as np
 
+from zps import gfile
+from zps.client.session import Session
 from zps.data.dataset import Dataset
 from zps.data.iterator import make_initializable_iterator
 from zps.estimator import model_fn as model_fn_lib
+from zps.estimator.export import export as export_lib
 from zps.estimator.model_fn import EstimatorSpec, ModeKeys
 from zps.estimator.run_config import RunConfig, TaskType
 from zps.estimator.util import fn_args
+from zps.framework import errors
 from zps.framework.dtypes import int64
 from zps.framework.graph import Graph, GraphKeys
 from zps.ops import control_flow_ops, metrics_impl, random_ops, state_ops, summary_ops, variables
+from zps.saved_model import builder as saved_model_builder
+from zps.saved_model import tag_constants
 from zps.summary import FileWriterCache
 from zps.train import basic_session_run_hooks as hooks_lib
 from zps.train import checkpoint_management, training_util, warm_starting_util
@@ -148,15 +155,101 @@ class Estimator:
         """The directory evaluation summaries are written to."""
         return os.path.join(self._model_dir, "eval" if not name else "eval_" + name)
 
-    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, *args, **kwargs):
-        """Not supported: zps writes no SavedModels."""
-        raise NotImplementedError(
-            "zps does not write SavedModels (export_saved_model / export_savedmodel): serve the "
-            "model from its checkpoints in %s, e.g. with Estimator.predict(input_fn, "
-            "checkpoint_path=...) or tf.train.Saver().restore in the serving program."
-            % self._model_dir)
+    # -- export -----------------------------------------------------------------------------------
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None,
+                           as_text=False, checkpoint_path=None,
+                           experimental_mode=ModeKeys.PREDICT):
+        """Export the serving graph and the latest checkpoint (or ``checkpoint_path``) as a
+        SavedModel in a new ``export_dir_base/<timestamp>``; returns that path (bytes, as TF1).
 
-    export_savedmodel = export_saved_model   # TF1's older name
+        The graph is ``serving_input_receiver_fn``'s (it returns a
+        ``tf.estimator.export.ServingInputReceiver``) under ``model_fn`` in PREDICT mode, tagged
+        ``serve``; each entry of the spec's ``export_outputs`` (default: a ``PredictOutput`` of
+        the predictions) is a signature, for the receiver tensors and for each alternative
+        receiver (``"<alternative>:<key>"``). ``assets_extra`` maps paths under
+        ``assets.extra/`` to the files copied there.
+        """
+        if not serving_input_receiver_fn:
+            raise ValueError("An input_receiver_fn must be defined.")
+        if experimental_mode != ModeKeys.PREDICT:
+            raise NotImplementedError(
+                "zps exports the PREDICT graph only (experimental_mode=%r): export the serving "
+                "graph with experimental_mode=tf.estimator.ModeKeys.PREDICT." % (experimental_mode,))
+        return self._export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra,
+                                        as_text, checkpoint_path, strip_default_attrs=True)
+
+    def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None,
+                          as_text=False, checkpoint_path=None, strip_default_attrs=False):
+        """TF1's older name of ``export_saved_model`` (the PREDICT graph)."""
+        if not serving_input_receiver_fn:
+            raise ValueError("An input_receiver_fn must be defined.")
+        return self._export_saved_model(export_dir_base, serving_input_receiver_fn, assets_extra,
+                                        as_text, checkpoint_path, strip_default_attrs)
+
+    def _export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra,
+                            as_text, checkpoint_path, strip_default_attrs):
+        checkpoint_path = checkpoint_path or self.latest_checkpoint()
+        if not checkpoint_path:
+            if not self._warm_start_settings:
+                raise ValueError(f"Couldn't find trained model at {self._model_dir}.")
+            checkpoint_path = self._warm_start_settings.ckpt_to_initialize_from
+            if gfile.IsDirectory(checkpoint_path):
+                checkpoint_path = checkpoint_management.latest_checkpoint(checkpoint_path)
+        export_dir = export_lib.get_timestamped_export_dir(export_dir_base)
+        temp_export_dir = export_lib.get_temp_export_dir(export_dir)
+        try:
+            builder = saved_model_builder.SavedModelBuilder(os.fsdecode(temp_export_dir))
+            self._add_serving_meta_graph(builder, serving_input_receiver_fn, checkpoint_path,
+                                         strip_default_attrs)
+            builder.save(as_text)
+            for dest_relative, source in (assets_extra or {}).items():
+                dest = os.path.join(temp_export_dir, b"assets.extra", os.fsencode(dest_relative))
+                gfile.MakeDirs(os.path.dirname(dest))
+                gfile.Copy(source, dest)
+        except BaseException:
+            if gfile.Exists(temp_export_dir):     # no half-written export left behind
+                gfile.DeleteRecursively(temp_export_dir)
+            raise
+        gfile.Rename(temp_export_dir, export_dir)
+        return export_dir
+
+    def _add_serving_meta_graph(self, builder, serving_input_receiver_fn, checkpoint_path,
+                                strip_default_attrs):
+        """Build the PREDICT graph from the receiver, restore ``checkpoint_path`` into a session
+        and add that graph with its variables and signatures to ``builder``."""
+        with Graph().as_default() as g:
+            self._new_graph_setup(g)
+            receiver = serving_input_receiver_fn()
+            if not isinstance(receiver, (export_lib.ServingInputReceiver,
+                                         export_lib.TensorServingInputReceiver)):
+                raise TypeError("serving_input_receiver_fn must return a "
+                                "tf.estimator.export.ServingInputReceiver (or a "
+                                "TensorServingInputReceiver), returned %r." % (receiver,))
+            spec = self._call_model_fn(receiver.features, None, ModeKeys.PREDICT)
+            export_outputs = export_lib.get_export_outputs(spec.export_outputs, spec.predictions)
+            signature_def_map = export_lib.build_all_signature_defs(
+                receiver.receiver_tensors, export_outputs, receiver.receiver_tensors_alternatives)
+            with Session(config=self._config.session_config) as sess:
+                local_init_op = spec.scaffold.local_init_op
+                if local_init_op is None:
+                    local_init_op = Scaffold.default_local_init_op()
+                # This saver restores now and is the SavedModel's, so a Scaffold's custom
+                # saver serves the export too.
+                graph_saver = spec.scaffold.saver or Saver(sharded=True)
+                try:
+                    graph_saver.restore(sess, checkpoint_path)
+                except errors.NotFoundError as e:
+                    raise ValueError(
+                        "Could not load all requested variables from checkpoint. Please make "
+                        "sure your model_fn does not expect variables that were not saved in "
+                        f"the checkpoint.\n\nEncountered error with mode `{ModeKeys.PREDICT}` "
+                        f"while restoring checkpoint from: `{checkpoint_path}`. Full "
+                        f"Traceback:\n\n{e}") from e
+                builder.add_meta_graph_and_variables(
+                    sess, [tag_constants.SERVING], signature_def_map=signature_def_map,
+                    assets_collection=g.get_collection(GraphKeys.ASSET_FILEPATHS),
+                    main_op=local_init_op, saver=graph_saver,
+                    strip_default_attrs=strip_default_attrs)
 
     def _check_checkpoint_available(self):
         if not self.latest_checkpoint():

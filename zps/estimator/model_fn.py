@@ -10,6 +10,7 @@
 
 import collections
 
+from zps.estimator.export import export as export_lib
 from zps.framework.graph import Operation, Tensor, get_default_graph
 from zps.ops import array_ops
 from zps.ops.variables import Variable
@@ -39,7 +40,9 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
 
     TRAIN needs ``loss`` and ``train_op``, EVAL needs ``loss``, PREDICT needs ``predictions``;
     ``eval_metric_ops`` maps names to ``(value, update_op)`` pairs such as ``tf.metrics.*``
-    return. ``export_outputs`` is accepted (a dict) but zps does not export SavedModels.
+    return. ``export_outputs`` maps signature names to ``tf.estimator.export.ExportOutput``s
+    (one of them under ``"serving_default"`` when there are several; a single one is that
+    default too): the signatures ``Estimator.export_saved_model`` writes.
     """
 
     def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None,
@@ -51,7 +54,8 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
             loss=_validate_loss(loss, mode),
             train_op=_validate_train_op(train_op, mode),
             eval_metric_ops=_validate_eval_metric_ops(eval_metric_ops),
-            export_outputs=_validate_export_outputs(export_outputs),
+            export_outputs=(None if export_outputs is None
+                            else export_lib.get_export_outputs(export_outputs, predictions)),
             training_chief_hooks=_validate_hooks(training_chief_hooks),
             training_hooks=_validate_hooks(training_hooks),
             scaffold=_validate_scaffold(scaffold),
@@ -120,12 +124,6 @@ def _validate_predictions(predictions, mode):
     if isinstance(predictions, dict):
         return {k: _check_is_tensor(v, "predictions[%s]" % (k,)) for k, v in predictions.items()}
     return _check_is_tensor(predictions, "predictions")
-
-
-def _validate_export_outputs(export_outputs):
-    if export_outputs is not None and not isinstance(export_outputs, dict):
-        raise TypeError("export_outputs must be dict, given: %r" % (export_outputs,))
-    return export_outputs
 
 
 def _validate_hooks(hooks):

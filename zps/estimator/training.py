@@ -5,18 +5,22 @@ every ``throttle_secs``, and always after the last one). With one, each task doe
 ``ps`` serves variables (``tf.train.Server(...).join()``), ``chief`` and ``worker`` start their
 server and train between-graph (variables placed on the ps tasks by ``replica_device_setter``;
 the chief initializes, restores and saves checkpoints), and the ``evaluator`` evaluates each
-new checkpoint of ``model_dir`` until the training's ``max_steps`` is reached::
+new checkpoint of ``model_dir`` until the training's ``max_steps`` is reached. After each
+evaluation (locally, or on the evaluator) the ``EvalSpec``'s exporters export that checkpoint
+into ``model_dir/export/<exporter name>``::
 
     TF_CONFIG='{"cluster": {"chief": ["h0:2222"], "ps": ["h1:2222"], "worker": ["h2:2222"]},
                 "task": {"type": "worker", "index": 0}}' python trainer.py
 """
 
 import logging
+import os
 import time
 
 from zps.client.config import ConfigProto
 from zps.distributed.server import Server
 from zps.estimator.estimator import Estimator
+from zps.estimator.exporter import Exporter
 from zps.estimator.model_fn import _validate_hooks
 from zps.estimator.run_config import TaskType
 from zps.framework.graph import GraphKeys
@@ -45,8 +49,9 @@ class TrainSpec:
 
 class EvalSpec:
     """What ``train_and_evaluate`` evaluates: ``steps`` batches of ``input_fn`` (None: all), no
-    sooner than ``start_delay_secs`` and at most every ``throttle_secs``. ``exporters`` are
-    accepted but zps exports no SavedModels."""
+    sooner than ``start_delay_secs`` and at most every ``throttle_secs``; after each
+    evaluation, ``exporters`` (an ``Exporter`` or several, of distinct names) export the
+    evaluated checkpoint."""
 
     def __init__(self, input_fn, steps=100, name=None, hooks=None, exporters=None,
                  start_delay_secs=120, throttle_secs=600):
@@ -62,13 +67,42 @@ class EvalSpec:
             raise ValueError("Must specify throttle_secs >= 0, given: %r" % (throttle_secs,))
         self.input_fn, self.steps, self.name = input_fn, steps, name
         self.hooks = _validate_hooks(hooks)
-        self.exporters = tuple(exporters or ())
+        self.exporters = _validate_exporters(exporters)
         self.start_delay_secs, self.throttle_secs = start_delay_secs, throttle_secs
+
+
+def _validate_exporters(exporters):
+    """``exporters`` (None, an Exporter, or an iterable of them) as a tuple, their names
+    checked: strings, not empty, unique."""
+    if not exporters:
+        return ()
+    if isinstance(exporters, Exporter):
+        exporters = [exporters]
+    try:
+        exporters = list(exporters)
+    except TypeError:
+        exporters = [exporters]
+    names = []
+    for exporter in exporters:
+        if not isinstance(exporter, Exporter):
+            raise TypeError("`exporters` must be an Exporter, an iterable of Exporter, or "
+                            "`None`, found %s." % (exporters,))
+        if not exporter.name:
+            raise ValueError("An Exporter cannot have a name that is `None` or empty. All "
+                             f"exporter names: {[e.name for e in exporters]}")
+        if not isinstance(exporter.name, str):
+            raise ValueError(f"An Exporter must have a string name. Given: {type(exporter.name)}")
+        if exporter.name in names:
+            raise ValueError("`exporters` must have unique names. Such a name cannot be `None`. "
+                             f"All exporter names: {[e.name for e in exporters]}")
+        names.append(exporter.name)
+    return tuple(exporters)
 
 
 def train_and_evaluate(estimator, train_spec, eval_spec):
     """Train and evaluate ``estimator`` locally, or run this task's part of the cluster in
-    ``TF_CONFIG`` (see the module docstring). Locally, returns ``(eval metrics, [])``."""
+    ``TF_CONFIG`` (see the module docstring). Locally, returns ``(eval metrics, export
+    results)``: the last evaluation's metrics and what each exporter returned after it."""
     if not isinstance(estimator, Estimator):
         raise TypeError("`estimator` must have type `tf.estimator.Estimator`. Got: %r"
                         % (estimator,))
@@ -115,7 +149,7 @@ class _TrainingExecutor:
                                                      self._eval_spec.throttle_secs)
         self._estimator.train(self._train_spec.input_fn, hooks=list(self._train_spec.hooks),
                               max_steps=self._train_spec.max_steps, saving_listeners=[listener])
-        return listener.eval_result, []
+        return listener.eval_result, listener.export_results
 
     # -- cluster ------------------------------------------------------------------------------
     def run_chief(self):
@@ -137,7 +171,7 @@ class _TrainingExecutor:
         max_steps = self._train_spec.max_steps
         while True:
             start = time.time()
-            result = evaluator.evaluate_new_checkpoint()
+            result, _ = evaluator.evaluate_and_export()
             if result is not None and max_steps and result[GraphKeys.GLOBAL_STEP] >= max_steps:
                 _logger.info("Exiting evaluation, global_step=%s >= train max_steps=%s",
                              result[GraphKeys.GLOBAL_STEP], max_steps)
@@ -147,7 +181,7 @@ class _TrainingExecutor:
                 time.sleep(remaining)
 
     def _evaluator(self):
-        return _Evaluator(self._estimator, self._eval_spec)
+        return _Evaluator(self._estimator, self._eval_spec, self._train_spec.max_steps)
 
     def _start_distributed_training(self):
         config = self._estimator.config
@@ -185,29 +219,42 @@ class _TrainingExecutor:
 
 
 class _Evaluator:
-    """Evaluates the latest checkpoint when it is new."""
+    """Evaluates the latest checkpoint when it is new, then runs the exporters."""
 
-    def __init__(self, estimator, eval_spec):
+    def __init__(self, estimator, eval_spec, max_training_steps):
         self._estimator, self._eval_spec = estimator, eval_spec
+        self._max_training_steps = max_training_steps
         self._previous_ckpt_path = None
 
-    def evaluate_new_checkpoint(self):
-        """The metrics of the latest checkpoint, or None when there is none or it was done."""
+    def evaluate_and_export(self):
+        """``(metrics, export results)`` of the latest checkpoint, or ``(None, [])`` when there
+        is none or it was done."""
         path = self._estimator.latest_checkpoint()
         if not path:
             _logger.info("Estimator is not trained yet. Will start an evaluation when a "
                          "checkpoint is ready.")
-            return None
+            return None, []
         if path == self._previous_ckpt_path:
             _logger.info("No new checkpoint ready for evaluation. Skip the current evaluation "
                          "pass as evaluation results are expected to be same for the same "
                          "checkpoint.")
-            return None
+            return None, []
         result = self._estimator.evaluate(self._eval_spec.input_fn, steps=self._eval_spec.steps,
                                           hooks=list(self._eval_spec.hooks), checkpoint_path=path,
                                           name=self._eval_spec.name)
+        is_the_final_export = bool(self._max_training_steps) and (
+            result[GraphKeys.GLOBAL_STEP] >= self._max_training_steps)
+        export_results = self._export(result, path, is_the_final_export)
         self._previous_ckpt_path = path
-        return result
+        return result, export_results
+
+    def _export(self, eval_result, checkpoint_path, is_the_final_export):
+        export_dir_base = os.path.join(self._estimator.model_dir, "export")
+        return [exporter.export(estimator=self._estimator,
+                                export_path=os.path.join(export_dir_base, exporter.name),
+                                checkpoint_path=checkpoint_path, eval_result=eval_result,
+                                is_the_final_export=is_the_final_export)
+                for exporter in self._eval_spec.exporters]
 
 
 class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
@@ -216,7 +263,7 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
 
     def __init__(self, evaluator, throttle_secs):
         self._evaluator, self._throttle_secs = evaluator, throttle_secs
-        self.eval_result = None
+        self.eval_result, self.export_results = None, []
 
     def begin(self):
         self._timer = SecondOrStepTimer(every_secs=self._throttle_secs)
@@ -238,7 +285,7 @@ class _NewCheckpointListenerForEvaluate(CheckpointSaverListener):
 
     def _evaluate(self, global_step_value):
         self._timer.update_last_triggered_step(global_step_value)
-        self.eval_result = self._evaluator.evaluate_new_checkpoint()
+        self.eval_result, self.export_results = self._evaluator.evaluate_and_export()
         if self.eval_result is None:
             raise RuntimeError("There was no new checkpoint after the training at global step "
                                "%s: the evaluation found nothing new to evaluate." % global_step_value)

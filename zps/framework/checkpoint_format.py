@@ -28,7 +28,11 @@ A checkpoint with prefix ``P`` is:
   the checkpoint was written with: that is how a model is re-sharded.
 
 String tensors have no safetensors dtype: a shard keeps them in its ``__metadata__`` under
-``"zps.strings"``, a JSON text ``{key: {"shape": [...], "data": [base64, ...]}}``.
+``"zps.strings"``, a JSON text ``{key: {"shape": [...], "data": [base64, ...]}}``. Complex
+tensors have none either: a complex64 (complex128) tensor of shape ``S`` is stored as its
+``(real, imag)`` pairs, an F32 (F64) tensor of shape ``S + [2]`` (the same bytes), and the
+shard's ``__metadata__`` marks it under ``"zps.complex"``, a JSON text ``{key: "complex64"}``;
+the index records the complex dtype and shape ``S``. Other safetensors readers see the pairs.
 
 Every file is written atomically (temp file in the same directory, flush, fsync, ``os.replace``,
 fsync of the directory); the index is written after all the shards it names, so it is the commit
@@ -60,6 +64,7 @@ FORMAT = "zps-checkpoint"
 VERSION = 1
 INDEX_SUFFIX = ".index"
 STRINGS_KEY = "zps.strings"
+COMPLEX_KEY = "zps.complex"
 MAX_HEADER_BYTES = 100 * 1024 * 1024   # safetensors' own limit
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 MAX_RANK = 32
@@ -69,7 +74,9 @@ _ST_DTYPES = {"F16": "float16", "F32": "float32", "F64": "float64", "I8": "int8"
               "I32": "int32", "I64": "int64", "U8": "uint8", "BOOL": "bool"}
 _ST_BY_NAME = {v: k for k, v in _ST_DTYPES.items()}
 _LE = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "i1", "int16": "<i2",
-       "int32": "<i4", "int64": "<i8", "uint8": "u1", "bool": "?"}
+       "int32": "<i4", "int64": "<i8", "uint8": "u1", "bool": "?", "complex64": "<c8",
+       "complex128": "<c16"}
+_COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}   # stored as pairs of these
 _INDEX_DTYPES = frozenset(_LE) | {"string"}
 
 
@@ -115,7 +122,7 @@ def shard_filename(prefix, shard, num_shards, token=None):
 
 def write_safetensors(path, tensors, metadata=None):
     """Write ``{key: ndarray}`` (numeric or string) as one safetensors file, atomically."""
-    header, buffers, strings, offset = {}, [], {}, 0
+    header, buffers, strings, complexes, offset = {}, [], {}, {}, 0
     for key in sorted(tensors):
         arr = np.asarray(tensors[key])
         dtype = _dtypes.as_dtype(arr.dtype)
@@ -127,13 +134,19 @@ def write_safetensors(path, tensors, metadata=None):
         arr = np.asarray(arr, dtype=_LE[dtype.name])
         if not arr.flags.c_contiguous:
             arr = arr.copy()
-        header[key] = {"dtype": _ST_BY_NAME[dtype.name], "shape": list(arr.shape),
+        st_name, shape = _ST_BY_NAME.get(dtype.name), list(arr.shape)
+        if dtype.is_complex:   # its (real, imag) pairs: the same bytes
+            complexes[key] = dtype.name
+            st_name, shape = _ST_BY_NAME[_COMPLEX_PARTS[dtype.name]], shape + [2]
+        header[key] = {"dtype": st_name, "shape": shape,
                        "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
         buffers.append(arr)
     meta = dict(metadata or {})
     if strings:
         meta[STRINGS_KEY] = json.dumps(strings, separators=(",", ":"))
+    if complexes:
+        meta[COMPLEX_KEY] = json.dumps(complexes, separators=(",", ":"))
     if meta:
         header["__metadata__"] = meta
     blob = json.dumps(header, separators=(",", ":")).encode("utf-8")
@@ -327,7 +340,25 @@ class SafetensorsFile:
         if end != data_len:
             raise _corrupt(self.path, "%d trailing bytes after the last tensor" % (data_len - end))
         strings = self._parse_strings(metadata.get(STRINGS_KEY), entries)
+        self._parse_complex(metadata.get(COMPLEX_KEY), entries)
         return entries, strings, metadata
+
+    def _parse_complex(self, text, entries):
+        """Turn the entries marked complex from float pairs [..., 2] into complex tensors."""
+        if text is None:
+            return
+        try:
+            table = json.loads(text)
+        except ValueError as e:
+            raise _corrupt(self.path, "%s is not JSON (%s)" % (COMPLEX_KEY, e)) from None
+        if not isinstance(table, dict):
+            raise _corrupt(self.path, "%s must be a JSON object" % COMPLEX_KEY)
+        for key, dtype in table.items():
+            name, shape, begin = entries.get(key, (None, [], 0))
+            if _COMPLEX_PARTS.get(dtype) != name or not shape or shape[-1] != 2:
+                raise _corrupt(self.path, "complex tensor %r: stored as %s%s, not as %s pairs "
+                               "[..., 2]" % (key, name, shape, _COMPLEX_PARTS.get(dtype, dtype)))
+            entries[key] = (dtype, shape[:-1], begin)
 
     def _parse_strings(self, text, entries):
         if text is None:

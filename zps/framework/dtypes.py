@@ -1,6 +1,7 @@
 """TF1-style data types: ``zps.float32``, ``zps.int64``, ``zps.string`` ...
 
-Each DType maps to one numpy dtype; strings are numpy object arrays of ``bytes``.
+Each DType maps to one numpy dtype; strings are numpy object arrays of ``bytes``;
+``complex64``/``complex128`` are numpy's complex types (pairs of float32/float64).
 
 >>> import zps as tf
 >>> tf.as_dtype("float32") is tf.float32
@@ -39,7 +40,9 @@ class DType:
 
     @property
     def real_dtype(self):
-        return self
+        """The type of the real and imaginary parts of a complex type (float32 for complex64);
+        a real type is its own."""
+        return _REAL_OF.get(self.name, self)
 
     @property
     def is_floating(self):
@@ -59,7 +62,7 @@ class DType:
 
     @property
     def is_complex(self):
-        return False
+        return self.name in _REAL_OF
 
     @property
     def is_quantized(self):
@@ -88,7 +91,7 @@ class DType:
         return self.min, self.max
 
     def _info(self, what):
-        if self.is_floating:
+        if self.is_floating:   # TF has no min/max for complex types either
             return np.finfo(self._np)
         if self.is_integer:
             return np.iinfo(self._np)
@@ -133,10 +136,14 @@ int64 = DType("int64", np.int64, 9)
 uint8 = DType("uint8", np.uint8, 4)
 bool = DType("bool", np.bool_, 10)  # noqa: A001 - TF1's public name
 string = DType("string", np.object_, 7)
+complex64 = DType("complex64", np.complex64, 8)
+complex128 = DType("complex128", np.complex128, 18)
 half = float16
 double = float64
 
-ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, string)
+ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, string, complex64,
+       complex128)
+_REAL_OF = {"complex64": float32, "complex128": float64}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32})
 _BY_NP = {np.dtype(d._np): d for d in ALL if d is not string}
@@ -208,4 +215,6 @@ __all__ = [
     "uint8",
     "bool",
     "string",
+    "complex64",
+    "complex128",
 ]

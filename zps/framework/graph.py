@@ -888,9 +888,25 @@ def numpy_value(value, dtype=None):
         arr = np.asarray(value, dtype=object)
         return np.vectorize(_as_bytes, otypes=[object])(arr) if arr.size else arr
     np_dtype = dt.as_numpy_dtype
-    if dt.is_integer and not isinstance(value, np.ndarray | np.generic):
+    if isinstance(value, np.ndarray | np.generic):
+        if value.dtype.kind == "c" and not dt.is_complex:
+            value = value.real   # TF keeps a numpy complex value's real part for a real dtype
+    elif dt.is_integer:
         _check_int_range(value, np_dtype)
-    return np.asarray(value, dtype=np_dtype)
+    try:
+        return np.asarray(value, dtype=np_dtype)
+    except TypeError:
+        number = None if isinstance(value, np.ndarray | np.generic) else _first_complex(value)
+        if number is None:
+            raise
+        # numpy refuses a Python complex number for a real dtype, as TF does: TF's words
+        raise TypeError("Expected %s, but got %r of type 'complex'." % (dt.name, number)) from None
+
+
+def _first_complex(value):
+    if isinstance(value, list | tuple):
+        return next((c for c in map(_first_complex, value) if c is not None), None)
+    return value if isinstance(value, complex) else None
 
 
 def _check_int_range(value, np_dtype):

@@ -21,7 +21,7 @@ The format, as TensorFlow's ``tensor_bundle.cc`` writes it:
 Everything is parsed here without protobuf or TensorFlow and validated (sizes, offsets, shapes
 against byte counts, block bounds), and each tensor's bytes against its crc32c checksum, as
 TensorFlow's reader does; a malformed or corrupted file raises DataLossError. Only what zps's dtypes can hold
-is read: a complex, bfloat16 or quantized tensor raises UnimplementedError naming it when read.
+is read: a bfloat16 or quantized tensor raises UnimplementedError naming it when read.
 """
 
 import os
@@ -40,10 +40,11 @@ BLOCK_TRAILER_BYTES = 5
 # TF's DataType enum -> (zps dtype name, little-endian numpy type); strings are handled apart.
 _DTYPES = {1: ("float32", "<f4"), 2: ("float64", "<f8"), 3: ("int32", "<i4"), 4: ("uint8", "u1"),
            5: ("int16", "<i2"), 6: ("int8", "i1"), 7: ("string", None), 9: ("int64", "<i8"),
-           10: ("bool", "?"), 19: ("float16", "<f2")}
-_TF_NAMES = {8: "complex64", 14: "bfloat16", 11: "qint8", 12: "quint8", 13: "qint32",
-             15: "qint16", 16: "quint16", 17: "uint16", 18: "complex128", 20: "resource",
-             21: "variant", 22: "uint32", 23: "uint64"}
+           10: ("bool", "?"), 19: ("float16", "<f2"), 8: ("complex64", "<c8"),
+           18: ("complex128", "<c16")}
+_TF_NAMES = {14: "bfloat16", 11: "qint8", 12: "quint8", 13: "qint32", 15: "qint16",
+             16: "quint16", 17: "uint16", 20: "resource", 21: "variant", 22: "uint32",
+             23: "uint64"}
 
 
 def is_bundle_index(raw):

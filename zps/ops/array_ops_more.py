@@ -20,7 +20,7 @@ from zps.framework.constant import constant, constant_value
 from zps.framework.graph import Tensor, convert_to_tensor, is_symbolic
 from zps.framework.registry import GENERIC, register_op
 from zps.framework.tensor_shape import TensorShape, as_shape, unknown_shape
-from zps.ops import array_ops, math_ops
+from zps.ops import array_ops, math_ops, sparse_ops
 from zps.ops.array_ops import (  # the segment and index helpers these ops share
     _gather_drop_negatives,
     _nd_offsets,
@@ -410,22 +410,7 @@ def unravel_index(indices, dims, name=None):
     return make_op("UnravelIndex", [indices, dims], name=name or "UnravelIndex")
 
 
-# -- sparse_to_dense (sparse_ops' SparseToDense, after a check of the indices' order) -----------
-def _check_sorted_indices_kernel(ctx, indices):
-    flat = np.ascontiguousarray(indices).reshape(indices.shape[0], -1)
-    for k in range(1, flat.shape[0]):
-        a, b = flat[k - 1].tolist(), flat[k].tolist()
-        if b <= a:
-            raise _bad_input("indices[%d] = [%s] is %s. Many sparse ops require sorted indices.\n"
-                             "    Use `tf.sparse.reorder` to create a correctly ordered copy.",
-                             k, ",".join(str(v) for v in b), "repeated" if a == b else "out of order")
-    return indices
-
-
-register_op("CheckSortedSparseIndices", shape=same_shape,
-            kernels={"numpy": _check_sorted_indices_kernel}, grad=None)
-
-
+# -- sparse_to_dense (sparse_ops' SparseToDense, after its check of the indices' order) ---------
 def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0,
                     validate_indices=True, name=None):
     """A dense tensor of ``output_shape`` filled with ``default_value``, with ``sparse_values``
@@ -442,7 +427,7 @@ def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0
         if indices.get_shape().ndims in (0, 1):
             indices = array_ops.reshape(indices, [-1, 1])
         if validate_indices:
-            indices = make_op("CheckSortedSparseIndices", [indices], name="CheckSortedSparseIndices")
+            indices = sparse_ops.check_sorted_indices(indices)
         shape = (convert_to_tensor(output_shape, dtype=indices.dtype)
                  if is_symbolic(output_shape) or array_ops._contains_symbolic(output_shape)
                  else constant(array_ops._int_array(output_shape, "output_shape"),

@@ -402,6 +402,8 @@ ON_HOST = (
     "RepeatIndices", "CheckSortedSparseIndices", "LowerBound", "UpperBound", "UnravelIndex",
     "BroadcastArgs", "HistogramFixedWidthBins", "Bitcast", "CollapseRepeated",
     "MaxPoolWithArgmax", "MaxPoolGradWithArgmax",
+    # CTC (zps.ops.ctc_ops): label-sequence recursions and beam search, host kernels in TF1 too
+    "CTCLoss", "CTCLossDense", "CTCGreedyDecoder", "CTCBeamSearchDecoder", "CTCUniqueLabels",
     # image ops (zps.ops.image_color_ops, image_resize_ops, image_box_ops)
     "RGBToHSV", "RGBToHSVGrad", "HSVToRGB", "AdjustHue", "AdjustSaturation",
     "ResizeBicubic", "ResizeBicubicGrad", "ResizeArea", "ExtractImagePatches",

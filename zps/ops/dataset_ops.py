@@ -40,10 +40,11 @@ from zps.framework import dtypes as _dtypes
 from zps.framework import errors
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape
+from zps.ops import dataset_cache
 from zps.ops.control_flow_ops import _private_graph
 from zps.ops.script_ops import _ERROR_CLASSES
 from zps.ops.sparse_ops import SparseTensorValue
-from zps.ops.string_ops import _decode_csv_kernel
+from zps.ops.string_ops import _csv_fields, _decode_csv_kernel
 
 log = logging.getLogger("zps.data")
 
@@ -685,6 +686,53 @@ def _unbatch(node, parents, env):
     return iterate
 
 
+@_kind("window")
+def _window(node, parents, env):
+    """TF's WindowDataset: windows of ``size`` elements (every ``stride``-th) starting ``shift``
+    apart, each component's values stacked (zps.data.Dataset.window gives them to functions as
+    nested datasets); the shorter last windows dropped with ``drop_remainder``."""
+    (source,) = parents
+    size, shift, stride = (_scalar(v, what, node) for v, what in
+                           zip(_inputs(node, env), ("size", "shift", "stride")))
+    for value, what in ((size, "size"), (shift, "shift"), (stride, "stride")):
+        if value <= 0:
+            raise errors.InvalidArgumentError(None, None, "Window %s must be greater than zero."
+                                              % what)
+    span = (size - 1) * stride + 1   # the input elements one window covers
+
+    def stacked(window):
+        parts = list(zip(*window))
+        shapes = [{v.shape for v in part} for part in parts]
+        if any(len(s) > 1 for s in shapes):
+            raise errors.InvalidArgumentError(
+                None, None, "%s: the elements of a window must have one shape (zps carries a "
+                "window stacked), got shapes %s" % (node["name"], [sorted(s) for s in shapes]))
+        return tuple(_stack(part) for part in parts)
+
+    def iterate():
+        elements, buffer, ended = source(), [], False
+
+        def step():
+            nonlocal buffer, ended
+            while not ended and len(buffer) < span:
+                element = next(elements, None)
+                if element is None:
+                    ended = True
+                else:
+                    buffer.append(element)
+            window = buffer[::stride][:size]
+            if not window or (node["drop_remainder"] and len(window) < size):
+                raise StopIteration
+            skip, buffer = shift - len(buffer), buffer[shift:]
+            for _ in range(skip if not ended else 0):
+                if next(elements, None) is None:
+                    ended = True
+                    break
+            return stacked(window)
+        return _resumable(step)
+    return iterate
+
+
 @_kind("ignore_errors")
 def _ignore_errors(node, parents, env):
     """The input's elements, skipping those that raise an error (a cancelled step still stops)."""
@@ -863,21 +911,32 @@ def _options(node, parents, env):
 
 @_kind("cache")
 def _cache(node, parents, env):
+    """TF's CacheDataset: the input's elements, kept after the first complete pass (a partial
+    pass keeps nothing) in memory, or with a filename in a file (zps.ops.dataset_cache) that
+    every later pass reads, by any iterator, in any process, until it is deleted."""
     (source,) = parents
+    filename = np.asarray(_inputs(node, env)[0]).reshape(-1)
+    filename = filename[0].decode() if filename.size else ""
     cached = []
 
     def iterate():
-        if cached:
+        if not filename and cached:
             return iter(cached[0])
-        elements, seen = source(), []
+        if filename and os.path.exists(dataset_cache.cache_path(filename)):
+            return dataset_cache.read(filename, node["plain_types"])
+        elements, kept = source(), []
 
         def step():
+            if filename and not kept:   # the temp file is made at the first pull
+                kept.append(dataset_cache.Writer(filename, node["plain_types"]))
             element = next(elements, None)
             if element is None:
-                if not cached:   # only a complete pass is kept, as TF's in-memory cache
-                    cached.append(seen)
+                if filename:
+                    kept[0].commit()
+                elif not cached:
+                    cached.append(kept)
                 raise StopIteration
-            seen.append(element)
+            (kept[0].write if filename else kept.append)(element)
             return element
         return _resumable(step)
     return iterate
@@ -927,22 +986,53 @@ def _csv(node, parents, env):
     paths, compression = _filenames(node, env), python_io._compression(node["compression_type"])
     defaults = _inputs(node, env)[1:]
     options = {k: node[k] for k in ("field_delim", "use_quote_delim", "na_value", "select_cols")}
+    exclude = node.get("exclude_cols")
 
-    def iterate():   # resumable: ignore_errors skips a bad line and reads on
-        lines = ((path, number, line) for path in paths
-                 for number, line in enumerate(_lines(path, compression), 1)
-                 if number > 1 or not node["header"])
+    def iterate():   # resumable: ignore_errors skips a bad record and reads on
+        records = ((path, number, record) for path in paths
+                   for number, record in _csv_records(path, compression, node)
+                   if number > 1 or not node["header"])
 
         def step():
-            path, number, line = next(lines)
+            path, number, record = next(records)
             try:
-                out = _decode_csv_kernel(None, _string(line), *defaults, **options)
+                if exclude:
+                    options["select_cols"] = _kept_columns(record, exclude, len(defaults), node)
+                out = _decode_csv_kernel(None, _string(record), *defaults, **options)
             except errors.InvalidArgumentError as e:
                 raise errors.InvalidArgumentError(None, None, "%s (%s, line %d: %r)" % (
-                    e.message, path, number, line)) from None
+                    e.message, path, number, record)) from None
             return out if isinstance(out, tuple) else (out,)
         return _resumable(step)
     return iterate
+
+
+def _csv_records(path, compression, node):
+    """(line number, record) of a CSV file: with quotes on, a record whose quotes are not
+    closed at the end of its line (an odd count) goes on over the next line (RFC 4180)."""
+    pending, start = None, 0
+    for number, line in enumerate(_lines(path, compression), 1):
+        if pending is not None:
+            line, number = pending + b"\n" + line, start
+        if node["use_quote_delim"] and line.count(b'"') % 2:
+            pending, start = line, number
+            continue
+        pending = None
+        yield number, line
+    if pending is not None:
+        yield start, pending   # its open quote: DecodeCSV's error, naming the line
+
+
+def _kept_columns(record, exclude, count, node):
+    """The columns of ``record`` not in ``exclude`` (TF2's CsvDataset exclude_cols), which must
+    be as many as the defaults."""
+    fields = _csv_fields(record, node["field_delim"].encode(), node["use_quote_delim"], 0)
+    excluded = set(exclude)
+    kept = [c for c in range(len(fields)) if c not in excluded]
+    if len(kept) != count:
+        raise errors.InvalidArgumentError(None, None, "Expect %d fields but have %s in record"
+                                          % (count, len(kept) if len(kept) < count else "more"))
+    return tuple(kept)
 
 
 @_kind("tfrecord")

@@ -98,7 +98,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         for i, y in enumerate(ys):
             gy = grad_ys[i] if grad_ys is not None and grad_ys[i] is not None else None
             if gy is None:
-                if not (y.dtype.is_floating or y.dtype.is_integer or y.dtype.is_bool):
+                if not (y.dtype.is_floating or y.dtype.is_complex or y.dtype.is_integer
+                        or y.dtype.is_bool):
                     raise TypeError("Tensor %s with type %s must be numeric to obtain a default "
                                     "gradient; pass grad_ys for it" % (y.name, y.dtype.name))
                 if y.get_shape().is_fully_defined():
@@ -221,7 +222,7 @@ def _op_input_grads(op, out_grads, stop_ops, colocate, array_ops):
     if opdef is None or not opdef.sparse_grad_ok:
         out_grads = [array_ops.densify(g) if isinstance(g, IndexedSlices) else g for g in out_grads]
     if len(op._outputs) > 1 and any(g is None for g in out_grads):
-        out_grads = [array_ops.zeros_like(t) if g is None and t.dtype.is_floating else g
+        out_grads = [array_ops.zeros_like(t) if g is None and _backpropagatable(t) else g
                      for t, g in zip(op._outputs, out_grads)]
     with graph.name_scope(op.name + "_grad"):
         ctx = graph.colocate_with(op) if colocate else contextlib.nullcontext()
@@ -277,7 +278,7 @@ def _ops_between(to_ops, from_ops, stop_ops):
 
 
 def _backpropagatable(t):
-    return t.dtype.is_floating
+    return t.dtype.is_floating or t.dtype.is_complex   # TF1's trainable types
 
 
 def _as_list(v):

@@ -95,9 +95,13 @@ def _batch_matmul_shape(op):
     return TensorShape(batch.as_list() + [m, n])
 
 
+def _adjoint_value(xp, x):
+    return _swap(xp, x).conj() if x.dtype.kind == "c" else _swap(xp, x)
+
+
 def _batch_matmul_kernel(ctx, a, b, adj_x, adj_y):
     xp = ctx.xp
-    return xp.matmul(_swap(xp, a) if adj_x else a, _swap(xp, b) if adj_y else b)
+    return xp.matmul(_adjoint_value(xp, a) if adj_x else a, _adjoint_value(xp, b) if adj_y else b)
 
 
 def _batch_matmul_grad(op, g):
@@ -124,6 +128,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     broadcast (``tf.linalg.matmul``); ``tf.linalg.matmul(a, b, adjoint_b=True)`` is ``a bᴴ``."""
     a, b = to_tensors(a, b)
     check_same_dtype("BatchMatMulV2", a, b)
+    # The op's adj_x/adj_y are adjoints: a complex matrix to transpose only is conjugated first.
+    a = math_ops.conj(a) if transpose_a and not adjoint_a else a
+    b = math_ops.conj(b) if transpose_b and not adjoint_b else b
     return make_op("BatchMatMulV2", [a, b], name=name or "MatMul",
                    adj_x=bool(transpose_a or adjoint_a), adj_y=bool(transpose_b or adjoint_b))
 
@@ -483,8 +490,10 @@ def self_adjoint_eigvals(tensor, name=None):
 
 # -- built from other ops: matrix_transpose, eye, trace, norm ------------------------------------
 def matrix_transpose(a, name="matrix_transpose", conjugate=False):
-    """``a`` with its two innermost dimensions swapped: ``[..., M, N]`` gives ``[..., N, M]``."""
+    """``a`` with its two innermost dimensions swapped: ``[..., M, N]`` gives ``[..., N, M]``;
+    also conjugated with ``conjugate=True`` (the adjoint of a complex matrix)."""
     a = convert_to_tensor(a)
+    a = math_ops.conj(a) if conjugate else a
     rank = a.get_shape().ndims
     if rank is not None and rank < 2:
         raise ValueError("Argument 'a' should be a (batch) matrix, with rank >= 2. Found: %s (%s)"

@@ -42,6 +42,7 @@ from zps.ops.op_util import (
 )
 
 _FLOATS = "float16, float32, float64"
+_COMPLEX = "complex64, complex128"
 
 
 @contextlib.contextmanager
@@ -57,10 +58,22 @@ def _operands(scope_name, x, y, names=("x", "y")):
 # is built. Add also concatenates strings; Equal and NotEqual take any type.
 _STRING_OK = {"Add", "Equal", "NotEqual"}
 _BOOL_OK = {"Equal", "NotEqual"}
+# Complex numbers have no order: TF1's kernels of these ops take real types only.
+_REAL_ONLY = {"Maximum", "Minimum", "Less", "LessEqual", "Greater", "GreaterEqual", "FloorDiv",
+              "FloorMod", "TruncateDiv", "TruncateMod", "Max", "Min", "ArgMax", "ArgMin"}
+
+
+def _check_real(op_type, t, arg="x"):
+    if t.dtype.is_complex and op_type in _REAL_ONLY:
+        raise TypeError("Value passed to parameter '%s' of %s has DataType %s not in list of "
+                        "allowed values: real numeric types (%s): complex numbers have no order. "
+                        "Compare their tf.abs or tf.real instead." % (arg, op_type, t.dtype.name,
+                                                                       t.name))
 
 
 def _check_numeric(op_type, t, arg="x"):
     dtype = t.dtype.base_dtype
+    _check_real(op_type, t, arg)
     if (dtype.is_bool and op_type not in _BOOL_OK) or (
             dtype == _dtypes.string and op_type not in _STRING_OK):
         raise TypeError("Value passed to parameter '%s' of %s has DataType %s not in list of "
@@ -83,13 +96,15 @@ def _binary(op_type, x, y, name, names=("x", "y")):
         return _make_binary(op_type, x, y, scope)
 
 
-def _unary(op_type, x, name, floats_only=False):
+def _unary(op_type, x, name, floats_only=False, complex_ok=False):
+    """``floats_only``: the op takes floating types (and complex ones too with ``complex_ok``)."""
     x = convert_to_tensor(x)
     _check_numeric(op_type, x)
-    if floats_only and not x.dtype.is_floating:
+    if floats_only and not (x.dtype.is_floating or complex_ok and x.dtype.is_complex):
         raise TypeError("Value passed to parameter 'x' of %s has DataType %s not in list of allowed "
                         "values: %s (%s). Cast it first, e.g. tf.cast(x, tf.float32)."
-                        % (op_type, x.dtype.name, _FLOATS, x.name))
+                        % (op_type, x.dtype.name,
+                           _FLOATS + (", " + _COMPLEX if complex_ok else ""), x.name))
     return make_op(op_type, [x], name=name or op_type)
 
 
@@ -102,18 +117,28 @@ def _check_bool(op_type, *tensors):
 
 # -- Cast ----------------------------------------------------------------------------------------
 def _cast_kernel(ctx, x, DstT):  # noqa: N803 - TF1's attr name
+    if x.dtype.kind == "c" and not (DstT.is_complex or DstT.is_bool):
+        x = x.real   # complex to real drops the imaginary part (TF1's; numpy would warn)
     return x.astype(DstT.as_numpy_dtype, copy=False)
 
 
+def _cast_grad(op, g):
+    # TF1: a gradient flows only between floating and complex types (a complex gradient cast
+    # to a real source keeps its real part).
+    src = op.inputs[0].dtype
+    differentiable = (src.is_floating or src.is_complex) and (g.dtype.is_floating
+                                                              or g.dtype.is_complex)
+    return [cast(g, src) if differentiable else None]
+
+
 register_op("Cast", dtype=lambda op: op._attrs["DstT"], shape=same_shape, kernel=_cast_kernel,
-            grad=lambda op, g: [cast(g, op.inputs[0].dtype)
-                                if op.inputs[0].dtype.is_floating else None])
+            grad=_cast_grad)
 register_constant_folder("Cast", lambda op: _fold_cast(op))
 
 
 def _fold_cast(op):
     value = constant_value(op.inputs[0])
-    return None if value is None else np.asarray(value).astype(op._attrs["DstT"].as_numpy_dtype)
+    return None if value is None else _cast_kernel(None, np.asarray(value), op._attrs["DstT"])
 
 
 def cast(x, dtype, name=None):
@@ -144,6 +169,102 @@ def to_int64(x, name="ToInt64"):
     return cast(x, _dtypes.int64, name=name)
 
 
+# -- complex numbers -----------------------------------------------------------------------------
+# Gradients follow TF1's convention: for a real loss L of z = x + iy, tf.gradients gives
+# dL/dx + i dL/dy, and the rules of holomorphic ops multiply by the conjugate of the derivative.
+_COMPLEX_OF = {_dtypes.float32: _dtypes.complex64, _dtypes.float64: _dtypes.complex128}
+
+
+def _complex_grad(op, g):
+    return [real(g), imag(g)]
+
+
+register_op("Complex", dtype=lambda op: _COMPLEX_OF[op.inputs[0].dtype], shape=broadcast_shape,
+            broadcast=True, kernel=lambda ctx, x, y: ctx.xp.asarray(x + 1j * y).astype(
+                _COMPLEX_OF[_dtypes.as_dtype(x.dtype)].as_numpy_dtype, copy=False),
+            grad=_complex_grad)
+
+
+def complex(real, imag, name=None):  # noqa: A001 - TF1's public name
+    """The complex tensor ``real + i * imag`` (float32 parts give complex64, float64 complex128).
+
+    >>> import zps as tf
+    >>> tf.Session().run(tf.complex(tf.constant([1.0]), tf.constant([-2.0])))
+    array([1.-2.j], dtype=complex64)
+    """
+    with _operands(name or "Complex", real, imag, names=("real", "imag")) as (scope, x, y):
+        if x.dtype != y.dtype or x.dtype not in _COMPLEX_OF:
+            raise TypeError("The `real` and `imag` components have incorrect types: %s %s. They "
+                            "must be consistent, and one of [tf.float32, tf.float64]"
+                            % (x.dtype.name, y.dtype.name))
+        return make_op("Complex", [x, y], name=scope)
+
+
+def _part_dtype(op):
+    return op.inputs[0].dtype.real_dtype
+
+
+register_op("Real", dtype=_part_dtype, shape=same_shape,
+            kernel=lambda ctx, x: ctx.xp.ascontiguousarray(x.real),
+            grad=lambda op, g: [complex(g, array_ops.zeros_like(g))])
+register_op("Imag", dtype=_part_dtype, shape=same_shape,
+            kernel=lambda ctx, x: ctx.xp.ascontiguousarray(x.imag),
+            grad=lambda op, g: [complex(array_ops.zeros_like(g), g)])
+register_op("Conj", shape=same_shape, kernel=lambda ctx, x: ctx.xp.conj(x),
+            grad=lambda op, g: [conj(g)])
+
+
+def _angle_grad(op, g):
+    x = op.inputs[0]
+    return [-complex(g, array_ops.zeros_like(g)) * reciprocal(complex(imag(x), real(x)))]
+
+
+register_op("Angle", dtype=_part_dtype, shape=same_shape,
+            kernel=lambda ctx, x: ctx.xp.angle(x).astype(x.real.dtype, copy=False),
+            grad=_angle_grad)
+
+
+def _complex_abs_grad(op, g):
+    z = op.inputs[0]
+    return [div_no_nan(complex(g, array_ops.zeros_like(g)) * z,
+                       complex(op.outputs[0], array_ops.zeros_like(op.outputs[0])))]
+
+
+register_op("ComplexAbs", dtype=_part_dtype, shape=same_shape,
+            kernel=lambda ctx, x: ctx.xp.abs(x), grad=_complex_abs_grad)
+
+
+def _complex_part(op_type, x, name, of_real):
+    x = convert_to_tensor(x)
+    if x.dtype.is_complex:
+        return make_op(op_type, [x], name=name or op_type)
+    _check_numeric(op_type, x, arg="input")
+    return of_real(x)
+
+
+def real(input, name=None):  # noqa: A002 - TF1's argument name
+    """The real part of each element (float32 for complex64); a real tensor is returned as is."""
+    return _complex_part("Real", input, name, lambda x: x)
+
+
+def imag(input, name=None):  # noqa: A002 - TF1's argument name
+    """The imaginary part of each element (float32 for complex64); zeros for a real tensor."""
+    return _complex_part("Imag", input, name, lambda x: array_ops.zeros_like(x, name=name))
+
+
+def conj(x, name=None):
+    """The complex conjugate of each element; a real tensor is returned as is."""
+    return _complex_part("Conj", x, name, lambda x: x)
+
+
+def angle(input, name=None):  # noqa: A002 - TF1's argument name
+    """The argument of each element, in [-pi, pi] (float32 for complex64); for a real tensor pi
+    where it is negative, else 0."""
+    return _complex_part("Angle", input, name, lambda x: array_ops.where(
+        less(x, array_ops.zeros_like(x)), np.pi * array_ops.ones_like(x), array_ops.zeros_like(x),
+        name=name))
+
+
 # -- binary arithmetic ---------------------------------------------------------------------------
 register_op("Add", shape=broadcast_shape, broadcast=True,
             kernel=lambda ctx, x, y: x + y, grad=lambda op, g: [g, g])
@@ -151,7 +272,7 @@ register_op("Sub", shape=broadcast_shape, broadcast=True,
             kernel=lambda ctx, x, y: x - y, grad=lambda op, g: [g, -g])
 register_op("Mul", shape=broadcast_shape, broadcast=True,
             kernel=lambda ctx, x, y: x * y,
-            grad=lambda op, g: [g * op.inputs[1], g * op.inputs[0]])
+            grad=lambda op, g: [g * conj(op.inputs[1]), conj(op.inputs[0]) * g])
 
 
 def add(x, y, name=None):
@@ -174,7 +295,7 @@ mul = multiply
 
 
 def _realdiv_grad(op, g):
-    x, y = op.inputs
+    x, y = conj(op.inputs[0]), conj(op.inputs[1])
     return [g / y, -g * x / (y * y)]
 
 
@@ -206,9 +327,9 @@ def truediv(x, y, name=None):
         float_type = _TRUEDIV_TABLE.get(x.dtype)
         if float_type is not None:
             x, y = cast(x, float_type), cast(y, float_type)
-        elif not x.dtype.is_floating:
-            raise TypeError("Invalid dtype %s in __truediv__ (%s / %s): expected an integer or "
-                            "floating type" % (x.dtype.name, x.name, y.name))
+        elif not (x.dtype.is_floating or x.dtype.is_complex):
+            raise TypeError("Invalid dtype %s in __truediv__ (%s / %s): expected an integer, "
+                            "floating or complex type" % (x.dtype.name, x.name, y.name))
         return _make_binary("RealDiv", x, y, scope)
 
 
@@ -220,7 +341,8 @@ def divide(x, y, name=None):
 def div(x, y, name=None):
     """TF1's ``tf.div`` (Python 2 division): floor division for ints, true division for floats."""
     with _operands(name or "div", x, y) as (scope, x, y):
-        return _make_binary("RealDiv" if x.dtype.is_floating else "FloorDiv", x, y, scope)
+        return _make_binary("RealDiv" if x.dtype.is_floating or x.dtype.is_complex else "FloorDiv",
+                            x, y, scope)
 
 
 def _check_integer_divisor(y):
@@ -299,12 +421,18 @@ def truncatemod(x, y, name=None):
 
 
 def _pow_grad(op, g):
-    x, y = op.inputs
-    z = op.outputs[0]
-    # d/dy x**y = x**y * log(x), taken as 0 where x <= 0 (as TF1); log never sees x <= 0.
-    # Gradient rules select with 0/1 masks (x * mask): no NaN can leak from the other branch.
-    positive = cast(greater(x, 0.0), x.dtype)
-    log_x = log(x * positive + (1.0 - positive))
+    x, y, z = conj(op.inputs[0]), conj(op.inputs[1]), conj(op.outputs[0])
+    # d/dy x**y = x**y * log(x), taken as 0 where x <= 0 (x == 0 if complex, as TF1); log never
+    # sees those. Gradient rules select with 0/1 masks (x * mask): no NaN can leak from the other
+    # branch. A complex x is selected with where: a mask would turn -0j into +0j, and log's
+    # branch (+-pi i for a negative real x) with it.
+    if x.dtype.is_complex:
+        nonzero = not_equal(x, 0.0)
+        safe_x = array_ops.where(nonzero, x, array_ops.ones_like(x))
+        log_x = array_ops.where(nonzero, log(safe_x), array_ops.zeros_like(x))
+    else:
+        positive = cast(greater(x, 0.0), x.dtype)
+        log_x = log(x * positive + (1.0 - positive))
     return [g * y * pow(x, y - 1.0), g * z * log_x]
 
 
@@ -349,6 +477,8 @@ def minimum(x, y, name=None):
 
 def _squared_difference_kernel(ctx, x, y):
     d = x - y
+    if d.dtype.kind == "c":
+        return d * d.conj()   # TF1's: |x - y|**2, as a complex number
     d *= d  # in place: x - y is a fresh array (or an immutable scalar, then simply rebound)
     return d
 
@@ -390,7 +520,7 @@ def negative(x, name=None):
 neg = negative
 
 register_op("Square", shape=same_shape, kernel=lambda ctx, x: x * x,
-            grad=lambda op, g: [g * (op.inputs[0] * 2.0)])
+            grad=lambda op, g: [g * (conj(op.inputs[0]) * 2.0)])
 
 
 def square(x, name=None):
@@ -403,7 +533,10 @@ register_op("Abs", shape=same_shape, kernel=lambda ctx, x: ctx.xp.abs(x),
 
 
 def abs(x, name=None):  # noqa: A001 - TF1's public name
-    """``|x|`` elementwise."""
+    """``|x|`` elementwise; the modulus of complex numbers, as a real tensor (TF1's ComplexAbs)."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_complex:
+        return make_op("ComplexAbs", [x], name=name or "Abs")
     return _unary("Abs", x, name)
 
 
@@ -417,73 +550,75 @@ def sign(x, name=None):
 
 
 register_op("Sqrt", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sqrt(x),
-            grad=lambda op, g: [g * 0.5 / op.outputs[0]])
+            grad=lambda op, g: [g * 0.5 / conj(op.outputs[0])])
 
 
 def sqrt(x, name=None):
     """The square root of each element."""
-    return _unary("Sqrt", x, name, floats_only=True)
+    return _unary("Sqrt", x, name, floats_only=True, complex_ok=True)
 
 
 register_op("Rsqrt", shape=same_shape, kernel=lambda ctx, x: 1 / ctx.xp.sqrt(x),
-            grad=lambda op, g: [g * -0.5 * op.outputs[0] * op.outputs[0] * op.outputs[0]])
+            grad=lambda op, g: [g * -0.5 * conj(op.outputs[0] * op.outputs[0] * op.outputs[0])])
 
 
 def rsqrt(x, name=None):
     """``1 / sqrt(x)`` elementwise."""
-    return _unary("Rsqrt", x, name, floats_only=True)
+    return _unary("Rsqrt", x, name, floats_only=True, complex_ok=True)
 
 
 register_op("Exp", shape=same_shape, kernel=lambda ctx, x: ctx.xp.exp(x),
-            grad=lambda op, g: [g * op.outputs[0]])
+            grad=lambda op, g: [g * conj(op.outputs[0])])
 
 
 def exp(x, name=None):
     """``e ** x`` elementwise."""
-    return _unary("Exp", x, name, floats_only=True)
+    return _unary("Exp", x, name, floats_only=True, complex_ok=True)
 
 
 register_op("Log", shape=same_shape, kernel=lambda ctx, x: ctx.xp.log(x),
-            grad=lambda op, g: [g / op.inputs[0]])
+            grad=lambda op, g: [g / conj(op.inputs[0])])
 
 
 def log(x, name=None):
     """The natural logarithm of each element."""
-    return _unary("Log", x, name, floats_only=True)
+    return _unary("Log", x, name, floats_only=True, complex_ok=True)
 
 
 register_op("Log1p", shape=same_shape, kernel=lambda ctx, x: ctx.xp.log1p(x),
-            grad=lambda op, g: [g / (op.inputs[0] + 1.0)])
+            grad=lambda op, g: [g / (conj(op.inputs[0]) + 1.0)])
 
 
 def log1p(x, name=None):
     """``log(1 + x)`` elementwise, accurate for small ``x``."""
-    return _unary("Log1p", x, name, floats_only=True)
+    return _unary("Log1p", x, name, floats_only=True, complex_ok=True)
 
 
 register_op("Tanh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.tanh(x),
-            grad=lambda op, g: [g * (1.0 - op.outputs[0] * op.outputs[0])])
+            grad=lambda op, g: [g * conj(1.0 - op.outputs[0] * op.outputs[0])])
 
 
 def tanh(x, name=None):
     """The hyperbolic tangent of each element."""
-    return _unary("Tanh", x, name, floats_only=True)
+    return _unary("Tanh", x, name, floats_only=True, complex_ok=True)
 
 
 def _sigmoid_kernel(ctx, x):
-    # exp of a non-positive number never overflows, and e/(1+e) keeps precision for x << 0.
     xp = ctx.xp
+    if x.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-x))
+    # exp of a non-positive number never overflows, and e/(1+e) keeps precision for x << 0.
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1, e) / (1 + e)
 
 
 register_op("Sigmoid", shape=same_shape, kernel=_sigmoid_kernel,
-            grad=lambda op, g: [g * op.outputs[0] * (1.0 - op.outputs[0])])
+            grad=lambda op, g: [g * conj(op.outputs[0] * (1.0 - op.outputs[0]))])
 
 
 def sigmoid(x, name=None):
     """``1 / (1 + exp(-x))`` elementwise, computed without overflow."""
-    return _unary("Sigmoid", x, name, floats_only=True)
+    return _unary("Sigmoid", x, name, floats_only=True, complex_ok=True)
 
 
 def log_sigmoid(x, name=None):
@@ -498,7 +633,7 @@ def log_sigmoid(x, name=None):
 
 
 register_op("Reciprocal", shape=same_shape, kernel=lambda ctx, x: ctx.xp.reciprocal(x),
-            grad=lambda op, g: [-g * op.outputs[0] * op.outputs[0]])
+            grad=lambda op, g: [-g * conj(op.outputs[0] * op.outputs[0])])
 
 
 def reciprocal(x, name=None):
@@ -553,19 +688,19 @@ def erfc(x, name=None):
 
 
 register_op("Expm1", shape=same_shape, kernel=lambda ctx, x: ctx.xp.expm1(x),
-            grad=lambda op, g: [g * exp(op.inputs[0])])
+            grad=lambda op, g: [g * exp(conj(op.inputs[0]))])
 
 
 def expm1(x, name=None):
     """``exp(x) - 1`` elementwise, accurate for small ``x``."""
-    return _unary("Expm1", x, name, floats_only=True)
+    return _unary("Expm1", x, name, floats_only=True, complex_ok=True)
 
 
 # Trigonometric and hyperbolic functions: numpy's ufuncs, TF1's gradients.
 register_op("Sin", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sin(x),
-            grad=lambda op, g: [g * cos(op.inputs[0])])
+            grad=lambda op, g: [g * cos(conj(op.inputs[0]))])
 register_op("Cos", shape=same_shape, kernel=lambda ctx, x: ctx.xp.cos(x),
-            grad=lambda op, g: [-g * sin(op.inputs[0])])
+            grad=lambda op, g: [-g * sin(conj(op.inputs[0]))])
 register_op("Tan", shape=same_shape, kernel=lambda ctx, x: ctx.xp.tan(x),
             grad=lambda op, g: [g * (1.0 + square(op.outputs[0]))])
 register_op("Asin", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arcsin(x),
@@ -575,19 +710,19 @@ register_op("Acos", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arccos(x),
 register_op("Atan", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arctan(x),
             grad=lambda op, g: [g / (1.0 + square(op.inputs[0]))])
 register_op("Sinh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sinh(x),
-            grad=lambda op, g: [g * cosh(op.inputs[0])])
+            grad=lambda op, g: [g * cosh(conj(op.inputs[0]))])
 register_op("Cosh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.cosh(x),
-            grad=lambda op, g: [g * sinh(op.inputs[0])])
+            grad=lambda op, g: [g * sinh(conj(op.inputs[0]))])
 
 
 def sin(x, name=None):
     """The sine of each element (radians)."""
-    return _unary("Sin", x, name, floats_only=True)
+    return _unary("Sin", x, name, floats_only=True, complex_ok=True)
 
 
 def cos(x, name=None):
     """The cosine of each element (radians)."""
-    return _unary("Cos", x, name, floats_only=True)
+    return _unary("Cos", x, name, floats_only=True, complex_ok=True)
 
 
 def tan(x, name=None):
@@ -612,12 +747,12 @@ def atan(x, name=None):
 
 def sinh(x, name=None):
     """The hyperbolic sine of each element."""
-    return _unary("Sinh", x, name, floats_only=True)
+    return _unary("Sinh", x, name, floats_only=True, complex_ok=True)
 
 
 def cosh(x, name=None):
     """The hyperbolic cosine of each element."""
-    return _unary("Cosh", x, name, floats_only=True)
+    return _unary("Cosh", x, name, floats_only=True, complex_ok=True)
 
 
 def _atan2_grad(op, g):
@@ -828,7 +963,7 @@ def _matmul_kernel(ctx, a, b, transpose_a, transpose_b):
 
 
 def _matmul_grad(op, g):
-    a, b = op.inputs
+    a, b = conj(op.inputs[0]), conj(op.inputs[1])
     ta, tb = op._attrs["transpose_a"], op._attrs["transpose_b"]
     if not ta and not tb:
         return [matmul(g, b, transpose_b=True), matmul(a, g, transpose_a=True)]
@@ -859,6 +994,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
             return linalg_ops.matmul(a, b, transpose_a, transpose_b, adjoint_a, adjoint_b,
                                      name=scope)
         check_same_dtype("MatMul", a, b)
+        # MatMul's attrs transpose only: an adjoint of a complex matrix conjugates it first.
+        a = conj(a) if adjoint_a else a
+        b = conj(b) if adjoint_b else b
         return make_op("MatMul", [a, b], name=scope, transpose_a=bool(transpose_a or adjoint_a),
                        transpose_b=bool(transpose_b or adjoint_b))
 
@@ -921,6 +1059,7 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices=None,
     if keep_dims is not None:
         keepdims = keep_dims
     # With an unknown rank, negative axes stay negative: the kernels resolve them at run time.
+    _check_real(op_type, x, arg="input")
     if op_type in ("Sum", "Prod", "Mean", "Max", "Min") and x.dtype.base_dtype == _dtypes.bool:
         raise TypeError("Value passed to parameter 'input' of %s has DataType bool not in list of "
                         "allowed values: numeric types (%s). Cast it first, e.g. "
@@ -1165,6 +1304,7 @@ def _arg_reduce(op_type, input, axis, name, dimension, output_type):  # noqa: A0
     if output_type not in (_dtypes.int32, _dtypes.int64):
         raise TypeError("%s output_type must be int32 or int64, got %s" % (op_type, output_type.name))
     x = convert_to_tensor(input)
+    _check_real(op_type, x, arg="input")
     ndims = x.get_shape().ndims
     if ndims == 0:
         raise ValueError("%s needs a tensor of rank >= 1, but %s is a scalar" % (op_type, x.name))
@@ -1227,7 +1367,7 @@ register_op("Cumprod", shape=same_shape, kernel=_scan_kernel(lambda m, **kw: m.c
 
 def _scan(op_type, x, axis, exclusive, reverse, name):
     x = convert_to_tensor(x)
-    if not (x.dtype.is_floating or x.dtype.is_integer):
+    if not (x.dtype.is_floating or x.dtype.is_integer or x.dtype.is_complex):
         raise TypeError("Value passed to parameter 'x' of %s has DataType %s not in list of allowed "
                         "values: numeric types (%s)" % (op_type, x.dtype.name, x.name))
     axis_type = axis.dtype if isinstance(axis, Tensor) else _dtypes.as_dtype(np.asarray(axis).dtype)
@@ -1663,6 +1803,11 @@ def saturate_cast(value, dtype, name=None):
 
 __all__ = [
     "saturate_cast",
+    "complex",
+    "real",
+    "imag",
+    "conj",
+    "angle",
     "div_no_nan",
     "sin",
     "cos",

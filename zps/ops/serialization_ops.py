@@ -34,7 +34,8 @@ __all__ = ["parse_tensor", "serialize_tensor"]
 # The *_val field that holds each dtype's values when a TensorProto has no tensor_content.
 _VAL_FIELDS = {"float16": "half_val", "float32": "float_val", "float64": "double_val",
                "int8": "int_val", "int16": "int_val", "int32": "int_val", "uint8": "int_val",
-               "int64": "int64_val", "bool": "bool_val", "string": "string_val"}
+               "int64": "int64_val", "bool": "bool_val", "string": "string_val",
+               "complex64": "scomplex_val", "complex128": "dcomplex_val"}
 _BY_ENUM = {d.as_datatype_enum: d for d in _dtypes.ALL}
 
 
@@ -66,7 +67,11 @@ def _values(proto, dtype, shape):
         if dtype is _dtypes.string or len(proto.tensor_content) != n * wire.itemsize:
             return None
         return np.frombuffer(proto.tensor_content, dtype=wire).astype(dtype.as_numpy_dtype)
-    given = list(getattr(proto, _VAL_FIELDS[dtype.name]))[:n]
+    given = list(getattr(proto, _VAL_FIELDS[dtype.name]))
+    if dtype.is_complex:   # (real, imag) pairs
+        pairs = np.asarray(given[:min(len(given), 2 * n) // 2 * 2], np.float64)
+        given = (pairs[0::2] + 1j * pairs[1::2]).tolist()
+    given = given[:n]
     if dtype is _dtypes.float16:   # half_val holds the bit patterns
         given = np.array(given, np.uint16).view(np.float16).tolist()
     flat = np.empty(n, dtype.as_numpy_dtype)

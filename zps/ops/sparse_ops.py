@@ -150,9 +150,12 @@ def _sparse_to_dense_kernel(ctx, indices, output_shape, values, default_value):
             raise errors.InvalidArgumentError(
                 None, None, "sparse indices have %d columns but the output has rank %d"
                 % (idx.shape[1], len(shape)))
-        if (idx < 0).any() or (idx >= np.asarray(shape, dtype=idx.dtype)).any():
+        bad = ((idx < 0) | (idx >= np.asarray(shape, dtype=idx.dtype))).any(axis=1)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
             raise errors.InvalidArgumentError(
-                None, None, "sparse index out of bounds for dense shape %s" % [int(d) for d in shape])
+                None, None, "indices[%d] = [%s] is out of bounds: need 0 <= index < [%s]"
+                % (k, ",".join(str(int(v)) for v in idx[k]), ",".join(str(d) for d in shape)))
         out[tuple(idx.T)] = values
     return out
 
@@ -191,11 +194,42 @@ register_op("SparseToDense", shape=_sparse_to_dense_shape,
             kernel=_sparse_to_dense_kernel, grad=_sparse_to_dense_grad)
 
 
+def _check_sorted_indices_kernel(ctx, indices):
+    """``indices`` ([N, rank]) unchanged if its rows are in strictly increasing row-major order;
+    else TF's error for the first row that is not (repeated, or out of order)."""
+    flat = np.asarray(indices).reshape(indices.shape[0], -1)
+    step = flat[1:] - flat[:-1]
+    moved = step != 0
+    first = moved.argmax(axis=1)   # the column that decides each pair's order
+    bad = ~moved.any(axis=1) | (step[np.arange(len(step)), first] < 0)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0]) + 1
+        raise errors.InvalidArgumentError(
+            None, None, "indices[%d] = [%s] is %s. Many sparse ops require sorted indices.\n"
+            "    Use `tf.sparse.reorder` to create a correctly ordered copy."
+            % (k, ",".join(str(int(v)) for v in flat[k]),
+               "out of order" if moved[k - 1].any() else "repeated"))
+    return indices
+
+
+register_op("CheckSortedSparseIndices", shape=lambda op: op.inputs[0].get_shape(),
+            kernels={"numpy": _check_sorted_indices_kernel}, grad=None)
+
+
+def check_sorted_indices(indices):
+    """``indices`` (int64 [N, rank]), checked when the graph runs to be sorted and unique (what
+    ``validate_indices`` asks of sparse_to_dense and sparse_tensor_to_dense)."""
+    return make_op("CheckSortedSparseIndices", [indices], name="CheckSortedSparseIndices")
+
+
 def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, name=None):
-    """The dense tensor of ``sp_input`` (absent entries are ``default_value``)."""
+    """The dense tensor of ``sp_input`` (absent entries are ``default_value``);
+    ``validate_indices`` requires its indices sorted and unique, as TF1 does (``tf.sparse.reorder``
+    sorts them)."""
     sp = _check_sparse(sp_input, "sparse_tensor_to_dense's sp_input")
     default = convert_to_tensor(default_value, dtype=sp.dtype)
-    dense = make_op("SparseToDense", [sp.indices, sp.dense_shape, sp.values, default],
+    indices = check_sorted_indices(sp.indices) if validate_indices else sp.indices
+    dense = make_op("SparseToDense", [indices, sp.dense_shape, sp.values, default],
                     name=name or "SparseToDense")
     dense.set_shape(sp.get_shape())   # what the op that made sp knew (sparse_reshape ...)
     return dense

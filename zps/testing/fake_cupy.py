@@ -737,6 +737,7 @@ def _build_modules():
     cuda.runtime = runtime
     cupy.cuda = cuda
     cupy.linalg = _Submodule("cupy.linalg", _np.linalg)
+    cupy.fft = _Submodule("cupy.fft", _np.fft)
     cupy.lib = types.ModuleType("cupy.lib")
     cupy.lib.stride_tricks = _Submodule("cupy.lib.stride_tricks", _np.lib.stride_tricks)
     cupyx = types.ModuleType("cupyx")
@@ -751,7 +752,8 @@ def _build_modules():
     scipy.special = special
     cupyx.scipy = scipy
     return {"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.linalg":
-            cupy.linalg, "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
+            cupy.linalg, "cupy.fft": cupy.fft,
+            "cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
 
 
 _saved = None

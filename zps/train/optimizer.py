@@ -294,8 +294,8 @@ class Optimizer:
     def _apply_sparse_duplicate_indices(self, grad, var):
         """``_apply_sparse`` of ``grad`` with the rows of repeated indices summed first (TF1's),
         so that an ``_apply_sparse`` may assume unique indices (e.g. with ``scatter_update``)."""
-        if type(self)._apply_sparse.__module__.startswith("zps."):
-            # zps's own sparse kernels sum the rows of repeated indices themselves.
+        if type(self)._apply_sparse.__module__.startswith("zps.train."):
+            # tf.train's sparse kernels sum the rows of repeated indices themselves.
             return self._apply_sparse(grad, var)
         summed, unique_indices = _deduplicate_indexed_slices(grad.values, grad.indices)
         return self._apply_sparse(IndexedSlices(summed, unique_indices, grad.dense_shape), var)

@@ -85,7 +85,7 @@ def encode(kind, msg_id, body=None, tensors=(), method=None):
     Buffers of C-contiguous native-endian arrays are not copied: the frames are views of the
     arrays, so an array must not be modified until the message has been sent. Body maps must
     have string keys (the receiver refuses others: see :func:`decode`). Raises TypeError for a
-    tensor that cannot travel (object array of non-strings, complex, structured...) and
+    tensor that cannot travel (object array of non-strings, datetime, structured...) and
     ValueError for a header larger than ``protocol.MAX_HEADER_BYTES``.
     """
     return _encode(kind, msg_id, body, tensors, method, None)

@@ -69,7 +69,7 @@ MAX_RANK = 32
 
 # numpy dtypes allowed on the wire (never object arrays: strings travel in the header).
 WIRE_DTYPES = frozenset(("float16", "float32", "float64", "int8", "int16", "int32", "int64",
-                         "uint8", "uint16", "uint32", "uint64", "bool"))
+                         "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128"))
 STRING_DTYPE = "string"
 
 # Liveness.

@@ -3,11 +3,19 @@
 The loss of a batch is the per-example loss weighted and reduced by ``loss_reduction`` (TF1's v1
 canned estimators default to ``Reduction.SUM``: summed over the batch); ``average_loss`` is the
 weighted mean per-example loss over the whole evaluation.
+
+In PREDICT mode a head gives TF1's ``export_outputs`` too: a classification head serves a
+``ClassificationOutput`` (every class id as a string, with its probability) under
+``"serving_default"`` and ``"classification"`` (a binary head also a ``RegressionOutput`` of the
+logistic under ``"regression"``); a regression head serves a ``RegressionOutput`` under
+``"serving_default"`` and ``"regression"``; both serve all predictions under ``"predict"``.
 """
 
+from zps.estimator.export import export_output
 from zps.estimator.model_fn import EstimatorSpec, ModeKeys
 from zps.framework import dtypes
 from zps.ops import array_ops, losses_impl, math_ops, metrics_impl, nn_ops, string_ops
+from zps.saved_model.signature_constants import DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
 LOSS_MEAN = "average_loss"
 ACCURACY = "accuracy"
@@ -18,6 +26,10 @@ PRECISION = "precision"
 RECALL = "recall"
 LABEL_MEAN = "label/mean"
 PREDICTION_MEAN = "prediction/mean"
+
+CLASSIFY_SERVING_KEY = "classification"   # TF1's signature names of the canned heads' outputs
+REGRESS_SERVING_KEY = "regression"
+PREDICT_SERVING_KEY = "predict"
 
 
 class _Head:
@@ -34,7 +46,8 @@ class _Head:
     def create_estimator_spec(self, features, mode, logits, labels=None, train_op_fn=None):
         predictions = self._predictions(logits)
         if mode == ModeKeys.PREDICT:
-            return EstimatorSpec(mode, predictions=predictions)
+            return EstimatorSpec(mode, predictions=predictions,
+                                 export_outputs=self._export_outputs(predictions))
         if labels is None:
             raise ValueError("You must provide a labels Tensor. Given: None. Suggested "
                              "troubleshooting steps: check that your data contain your label "
@@ -77,6 +90,11 @@ class RegressionHead(_Head):
     def _predictions(self, logits):
         return {"predictions": logits}
 
+    def _export_outputs(self, predictions):
+        regression = export_output.RegressionOutput(predictions["predictions"])
+        return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: regression, REGRESS_SERVING_KEY: regression,
+                PREDICT_SERVING_KEY: export_output.PredictOutput(predictions)}
+
     def _unreduced_loss(self, labels, logits):
         return math_ops.squared_difference(logits, labels)
 
@@ -100,6 +118,11 @@ class BinaryClassHead(_Head):
         return {"logits": logits, "logistic": math_ops.sigmoid(logits),
                 "probabilities": nn_ops.softmax(two_class_logits), "class_ids": class_ids,
                 "classes": string_ops.as_string(class_ids)}
+
+    def _export_outputs(self, predictions):
+        outputs = _classification_export_outputs(predictions, 2)
+        outputs[REGRESS_SERVING_KEY] = export_output.RegressionOutput(predictions["logistic"])
+        return outputs
 
     def _unreduced_loss(self, labels, logits):
         return nn_ops.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
@@ -132,12 +155,28 @@ class MultiClassHead(_Head):
         return {"logits": logits, "probabilities": nn_ops.softmax(logits),
                 "class_ids": class_ids, "classes": string_ops.as_string(class_ids)}
 
+    def _export_outputs(self, predictions):
+        return _classification_export_outputs(predictions, self.logits_dimension)
+
     def _unreduced_loss(self, labels, logits):
         return array_ops.expand_dims(nn_ops.sparse_softmax_cross_entropy_with_logits(
             labels=array_ops.squeeze(labels, [-1]), logits=logits), -1)
 
     def _metrics(self, labels, predictions, weights):
         return {ACCURACY: metrics_impl.accuracy(labels, predictions["class_ids"], weights=weights)}
+
+
+def _classification_export_outputs(predictions, n_classes):
+    """TF1's: the probabilities of every class, the classes being the class ids as strings
+    (``[["0", "1", ...]] * batch``); and all predictions."""
+    probabilities = predictions["probabilities"]
+    class_list = string_ops.as_string(array_ops.range(n_classes))
+    classes = array_ops.tile(array_ops.expand_dims(class_list, 0),
+                             [array_ops.shape(probabilities)[0], 1])
+    classification = export_output.ClassificationOutput(scores=probabilities, classes=classes)
+    return {DEFAULT_SERVING_SIGNATURE_DEF_KEY: classification,
+            CLASSIFY_SERVING_KEY: classification,
+            PREDICT_SERVING_KEY: export_output.PredictOutput(predictions)}
 
 
 def classification_head(n_classes, weight_column, label_vocabulary, loss_reduction):
