@@ -23,10 +23,13 @@ from zps.framework.dtypes import (
     int64,
     string,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from zps.ops.math_ops import cast, saturate_cast
 from zps.ops.string_ops import as_string
 
 __all__ = ["DType", "as_dtype", "as_string", "bool", "cast", "complex64", "complex128",
            "double", "float16", "float32", "float64", "half", "int16", "int32", "int64", "int8",
-           "saturate_cast", "string", "uint8"]
+           "saturate_cast", "string", "uint16", "uint32", "uint64", "uint8"]

@@ -351,7 +351,7 @@ def test_decode_png_reads_what_pillow_writes(mode, channels):
     buffer = io.BytesIO()
     pil.save(buffer, format="PNG", optimize=True)   # optimize: Pillow's adaptive filters
     expected = np.asarray(pil.convert({"P": "RGB", "1": "L"}.get(mode, mode)))
-    if mode == "I;16":   # 16-bit gray: zps (no uint16 dtype) keeps the high bytes
+    if mode == "I;16":   # 16-bit gray decoded as uint8 (TF's default dtype): the high bytes
         expected = (expected.astype(np.uint16) >> 8).astype(np.uint8)
     expected = expected.reshape(9, 11, channels)
     with tf.Graph().as_default():

@@ -3,8 +3,9 @@
 cells of ``tf.nn.rnn_cell``, ``tf.contrib.layers``: TF1's contrib layers, regularizers and
 initializers, ``tf.contrib.framework``: ``arg_scope`` and the variable helpers, and
 ``tf.contrib.slim``: all of these under slim's names, with ``slim.learning``, and
-``tf.contrib.opt``: TF1's contributed optimizers."""
+``tf.contrib.opt``: TF1's contributed optimizers, and ``tf.contrib.seq2seq``: decoders,
+attention and beam search."""
 
-from zps.contrib import embedding, framework, layers, opt, rnn, slim, training
+from zps.contrib import embedding, framework, layers, opt, rnn, seq2seq, slim, training
 
-__all__ = ["embedding", "framework", "layers", "opt", "rnn", "slim", "training"]
+__all__ = ["embedding", "framework", "layers", "opt", "rnn", "seq2seq", "slim", "training"]

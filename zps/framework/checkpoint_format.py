@@ -71,11 +71,12 @@ MAX_RANK = 32
 
 # safetensors dtype <-> zps dtype (little-endian numpy types); anything else is rejected.
 _ST_DTYPES = {"F16": "float16", "F32": "float32", "F64": "float64", "I8": "int8", "I16": "int16",
-              "I32": "int32", "I64": "int64", "U8": "uint8", "BOOL": "bool"}
+              "I32": "int32", "I64": "int64", "U8": "uint8", "U16": "uint16", "U32": "uint32",
+              "U64": "uint64", "BOOL": "bool"}
 _ST_BY_NAME = {v: k for k, v in _ST_DTYPES.items()}
 _LE = {"float16": "<f2", "float32": "<f4", "float64": "<f8", "int8": "i1", "int16": "<i2",
-       "int32": "<i4", "int64": "<i8", "uint8": "u1", "bool": "?", "complex64": "<c8",
-       "complex128": "<c16"}
+       "int32": "<i4", "int64": "<i8", "uint8": "u1", "uint16": "<u2", "uint32": "<u4",
+       "uint64": "<u8", "bool": "?", "complex64": "<c8", "complex128": "<c16"}
 _COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64"}   # stored as pairs of these
 _INDEX_DTYPES = frozenset(_LE) | {"string"}
 

@@ -1,7 +1,8 @@
 """TF1-style data types: ``zps.float32``, ``zps.int64``, ``zps.string`` ...
 
 Each DType maps to one numpy dtype; strings are numpy object arrays of ``bytes``;
-``complex64``/``complex128`` are numpy's complex types (pairs of float32/float64).
+``complex64``/``complex128`` are numpy's complex types (pairs of float32/float64); the
+unsigned ``uint8``/``uint16``/``uint32``/``uint64`` are numpy's, with TF1's enum values.
 
 >>> import zps as tf
 >>> tf.as_dtype("float32") is tf.float32
@@ -54,7 +55,7 @@ class DType:
 
     @property
     def is_unsigned(self):
-        return self.name == "uint8"
+        return self.name in _UNSIGNED_NAMES
 
     @property
     def is_bool(self):
@@ -124,7 +125,8 @@ class DType:
         return as_dtype, (self.name,)
 
 
-_INTEGER_NAMES = frozenset(("int8", "int16", "int32", "int64", "uint8"))
+_UNSIGNED_NAMES = frozenset(("uint8", "uint16", "uint32", "uint64"))
+_INTEGER_NAMES = frozenset(("int8", "int16", "int32", "int64")) | _UNSIGNED_NAMES
 
 float16 = DType("float16", np.float16, 19)
 float32 = DType("float32", np.float32, 1)
@@ -134,6 +136,9 @@ int16 = DType("int16", np.int16, 5)
 int32 = DType("int32", np.int32, 3)
 int64 = DType("int64", np.int64, 9)
 uint8 = DType("uint8", np.uint8, 4)
+uint16 = DType("uint16", np.uint16, 17)
+uint32 = DType("uint32", np.uint32, 22)
+uint64 = DType("uint64", np.uint64, 23)
 bool = DType("bool", np.bool_, 10)  # noqa: A001 - TF1's public name
 string = DType("string", np.object_, 7)
 complex64 = DType("complex64", np.complex64, 8)
@@ -142,7 +147,7 @@ half = float16
 double = float64
 
 ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, string, complex64,
-       complex128)
+       complex128, uint16, uint32, uint64)
 _REAL_OF = {"complex64": float32, "complex128": float64}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"half": float16, "double": float64, "float": float32})
@@ -213,6 +218,9 @@ __all__ = [
     "int32",
     "int64",
     "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     "bool",
     "string",
     "complex64",

@@ -41,10 +41,10 @@ BLOCK_TRAILER_BYTES = 5
 _DTYPES = {1: ("float32", "<f4"), 2: ("float64", "<f8"), 3: ("int32", "<i4"), 4: ("uint8", "u1"),
            5: ("int16", "<i2"), 6: ("int8", "i1"), 7: ("string", None), 9: ("int64", "<i8"),
            10: ("bool", "?"), 19: ("float16", "<f2"), 8: ("complex64", "<c8"),
-           18: ("complex128", "<c16")}
+           18: ("complex128", "<c16"), 17: ("uint16", "<u2"), 22: ("uint32", "<u4"),
+           23: ("uint64", "<u8")}
 _TF_NAMES = {14: "bfloat16", 11: "qint8", 12: "quint8", 13: "qint32", 15: "qint16",
-             16: "quint16", 17: "uint16", 20: "resource", 21: "variant", 22: "uint32",
-             23: "uint64"}
+             16: "quint16", 20: "resource", 21: "variant"}
 
 
 def is_bundle_index(raw):

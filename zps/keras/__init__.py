@@ -2,7 +2,8 @@
 MonitoredTrainingSession loops): layers (zps/keras/layers.py, on tf.layers'), ``Sequential`` and
 functional ``Model`` containers (models.py) with Keras's training loop (``compile``/``fit``/
 ``evaluate``/``predict`` on numpy arrays, training.py), ``optimizers`` (Keras's update rules),
-``activations``, ``initializers``, ``regularizers``, ``losses`` and ``backend``.
+``activations``, ``initializers``, ``regularizers``, ``losses`` and ``backend``; ``callbacks``
+(callbacks.py), whole-model saving (saving.py: ``models.load_model``) and ``utils``.
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():
@@ -15,7 +16,19 @@ functional ``Model`` containers (models.py) with Keras's training loop (``compil
 [[3.]]
 """
 
-from zps.keras import activations, backend, initializers, layers, losses, models, optimizers, regularizers  # noqa: F401 - tf.keras's namespaces
+from zps.keras import (  # noqa: F401 - tf.keras's namespaces
+    activations,
+    backend,
+    callbacks,
+    initializers,
+    layers,
+    losses,
+    metrics,
+    models,
+    optimizers,
+    regularizers,
+    utils,
+)
 from zps.keras.engine import Input
 from zps.keras.models import Model, Sequential
 

@@ -8,7 +8,10 @@
   ``layer.losses`` / ``layer.updates``; they are not added to ``tf.GraphKeys``' collections:
   add ``model.losses`` to your loss and run ``model.get_updates_for(x)`` with your train op;
 * each call is recorded (inputs -> outputs), so that ``tf.keras.Model(inputs, outputs)`` can
-  apply the same layers to other tensors.
+  apply the same layers to other tensors;
+* Keras masks ride on tensors (``tensor._keras_mask``, a bool [batch, time]): a call given no
+  ``mask`` gets its inputs' masks when ``call`` takes one, and its outputs are marked with
+  ``compute_mask(inputs, mask)`` (the input mask where the layer ``supports_masking``).
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():
@@ -80,14 +83,22 @@ class Layer(layers_impl.Layer):
         self._nodes = []
         self._output_shape = None
 
+    supports_masking = False   # whether the input mask passes through (compute_mask)
+
     def __call__(self, inputs, *args, **kwargs):
         if isinstance(inputs, list | tuple) and not inputs:
             raise ValueError("%s was called on an empty list of inputs" % self.name)
         for argument in ("training", "mask"):   # Keras passes them only to calls that take them
             if argument in kwargs and not call_accepts(self, argument):
                 del kwargs[argument]
+        input_mask = kwargs.get("mask", _input_mask(inputs))
+        call_kwargs = dict(kwargs)   # the node keeps the given ones: a replay finds its own mask
+        if input_mask is not None and "mask" not in kwargs and call_accepts(self, "mask"):
+            call_kwargs["mask"] = input_mask
         known = {id(u) for u in self.updates}
-        outputs = super().__call__(inputs, *args, **kwargs)
+        outputs = super().__call__(inputs, *args, **call_kwargs)
+        if self.supports_masking or type(self).compute_mask is not Layer.compute_mask:
+            _set_masks(outputs, self.compute_mask(inputs, input_mask), inputs)
         self._uncollect(get_default_graph())
         flat = layers_impl._flat(outputs)
         node = Node(self, inputs, args, kwargs, outputs)
@@ -100,6 +111,11 @@ class Layer(layers_impl.Layer):
                   for t in flat]
         self._output_shape = shapes[0] if not isinstance(outputs, list | tuple) else shapes
         return outputs
+
+    def compute_mask(self, inputs, mask=None):
+        """The mask of the outputs (a bool tensor [batch, time], or None) for inputs masked by
+        ``mask``: ``mask`` itself where the layer ``supports_masking``, else None."""
+        return mask if self.supports_masking else None
 
     def _uncollect(self, graph):
         """Take this layer's losses and updates out of the graph's collections (tf.layers' base
@@ -153,6 +169,25 @@ def keras_session(layer):
     graph = weights[0].graph if weights else get_default_graph()
     with graph.as_default():
         return backend.get_session()
+
+
+def _input_mask(inputs):
+    """The Keras masks (``_keras_mask``) of ``inputs``: one, a list, or None if all are None."""
+    masks = [getattr(x, "_keras_mask", None) for x in layers_impl._flat(inputs)]
+    if all(m is None for m in masks):
+        return None
+    return masks if isinstance(inputs, list | tuple) else masks[0]
+
+
+def _set_masks(outputs, masks, inputs):
+    """Mark ``outputs`` with their masks (``tensor._keras_mask``, as TF's Keras), but not an
+    input returned as it is (its mask is its maker's)."""
+    flat = layers_impl._flat(outputs)
+    masks = masks if isinstance(masks, list | tuple) else [masks] * len(flat)
+    given = {id(x) for x in layers_impl._flat(inputs)}
+    for tensor, mask in zip(flat, masks):
+        if id(tensor) not in given:
+            tensor._keras_mask = mask
 
 
 def _history():

@@ -82,8 +82,15 @@ def serialize(initializer):
     return {"class_name": type(initializer).__name__, "config": initializer.get_config()}
 
 
+def deserialize(config, custom_objects=None):
+    """The initializer a ``serialize`` dict (or a name) describes."""
+    if custom_objects and isinstance(config, dict) and config.get("class_name") in custom_objects:
+        return custom_objects[config["class_name"]](**config.get("config", {}))
+    return get(config)
+
+
 __all__ = ["Constant", "GlorotNormal", "GlorotUniform", "Identity", "Initializer", "Ones",
            "Orthogonal", "RandomNormal", "RandomUniform", "TruncatedNormal", "VarianceScaling",
-           "Zeros", "constant", "get", "glorot_normal", "glorot_uniform", "he_normal",
+           "Zeros", "constant", "deserialize", "get", "glorot_normal", "glorot_uniform", "he_normal",
            "he_uniform", "identity", "lecun_normal", "lecun_uniform", "ones", "orthogonal",
            "random_normal", "random_uniform", "serialize", "truncated_normal", "zeros"]

@@ -1,10 +1,7 @@
-"""``tf.keras.layers`` in graph mode: tf.layers' layers (zps/ops/layers_impl.py) with Keras's
-naming, defaults and string arguments (engine.Layer), and the layers tf.layers lacks
-(embedding, merging, reshaping, padding, activations, layer normalization).
-
-``Dropout`` and ``BatchNormalization`` called without ``training`` follow the learning phase
-(``tf.keras.backend.learning_phase()``: inference unless fed True or fixed by
-``set_learning_phase(1)``).
+"""``tf.keras.layers``: the layer classes and functions only (TF 1.15's names). The layers
+live in core_layers.py (dense, convolutions, pooling, embedding, masking, merging,
+reshaping...), recurrent.py (RNN cells and layers) and wrappers.py (TimeDistributed,
+Bidirectional), on engine.py's ``Layer``.
 
 >>> import numpy as np, zps as tf
 >>> with tf.Graph().as_default():
@@ -13,607 +10,91 @@ naming, defaults and string arguments (engine.Layer), and the layers tf.layers l
 ...     y = pool(layer(tf.zeros([1, 6, 6, 2])))
 ...     print(y.get_shape().as_list(), layer.name, pool.name, layer.count_params())
 [1, 3, 3, 4] conv2d max_pooling2d 76
+>>> "np" in dir(tf.keras.layers), "LSTM" in dir(tf.keras.layers)
+(False, True)
 """
 
-import numpy as np
-
-from zps.framework import dtypes
-from zps.framework.tensor_shape import as_shape
-from zps.keras import activations, backend
-from zps.keras.engine import Input, InputLayer, Layer, _training, converted
-from zps.ops import array_ops, array_ops_more, conv_ops, embedding_ops, layers_impl, math_ops, nn_ops
-from zps.ops.layers_impl import InputSpec, _ints
-
-# --- tf.layers' layers with Keras's names and defaults ------------------------------------------
-
-
-def _channels_last(data_format):
-    return "channels_last" if data_format is None else data_format
-
-
-class Dense(Layer, layers_impl.Dense):
-    """TF's ``tf.keras.layers.Dense``: ``activation(inputs @ kernel + bias)``; variables
-    ``<name>/kernel`` [in, units] (Glorot-uniform) and ``<name>/bias`` [units] (zeros)."""
-
-
-class _KerasConv:
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
-                 *args, **kwargs):
-        super().__init__(filters, kernel_size, strides, padding, _channels_last(data_format),
-                         *args, **kwargs)
-
-
-class Conv1D(_KerasConv, Layer, layers_impl.Conv1D):
-    """TF's ``tf.keras.layers.Conv1D``: kernel [k, in, filters], bias [filters]."""
-
-
-class Conv2D(_KerasConv, Layer, layers_impl.Conv2D):
-    """TF's ``tf.keras.layers.Conv2D`` (NHWC): kernel [kh, kw, in, filters], bias [filters]."""
-
-
-class Conv3D(_KerasConv, Layer, layers_impl.Conv3D):
-    """TF's ``tf.keras.layers.Conv3D`` (NDHWC): kernel [kd, kh, kw, in, filters]."""
-
-
-class _KerasConvTranspose:
-    def __init__(self, filters, kernel_size, strides=1, padding="valid", output_padding=None,
-                 data_format=None, dilation_rate=1, **kwargs):
-        if output_padding is not None or dilation_rate not in (1, (1, 1), (1, 1, 1), [1, 1]):
-            raise NotImplementedError("%s: zps does not implement output_padding or "
-                                      "dilation_rate != 1" % type(self).__name__)
-        super().__init__(filters, kernel_size, strides, padding, _channels_last(data_format),
-                         **kwargs)
-
-
-class Conv2DTranspose(_KerasConvTranspose, Layer, layers_impl.Conv2DTranspose):
-    """TF's ``tf.keras.layers.Conv2DTranspose``: kernel [kh, kw, filters, in]."""
-
-
-class Conv3DTranspose(_KerasConvTranspose, Layer, layers_impl.Conv3DTranspose):
-    """TF's ``tf.keras.layers.Conv3DTranspose``: kernel [kd, kh, kw, filters, in]."""
-
-
-class SeparableConv1D(_KerasConv, Layer, layers_impl.SeparableConv1D):
-    """TF's ``tf.keras.layers.SeparableConv1D``: depthwise then pointwise kernels."""
-
-
-class SeparableConv2D(_KerasConv, Layer, layers_impl.SeparableConv2D):
-    """TF's ``tf.keras.layers.SeparableConv2D``: ``depthwise_kernel`` [kh, kw, in, multiplier],
-    ``pointwise_kernel`` [1, 1, in * multiplier, filters], bias [filters]."""
-
-
-class DepthwiseConv2D(Layer, layers_impl.Conv2D):
-    """TF's ``tf.keras.layers.DepthwiseConv2D``: each input channel convolved with
-    ``depth_multiplier`` filters of its own: ``depthwise_kernel`` [kh, kw, in, multiplier],
-    bias [in * multiplier]."""
-
-    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
-                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
-                 depthwise_initializer="glorot_uniform", bias_initializer="zeros",
-                 depthwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 depthwise_constraint=None, bias_constraint=None, **kwargs):
-        super().__init__(1, kernel_size, strides=strides, padding=padding,
-                         data_format=_channels_last(data_format), dilation_rate=dilation_rate,
-                         activation=activation, use_bias=use_bias,
-                         kernel_initializer=depthwise_initializer,
-                         bias_initializer=bias_initializer,
-                         kernel_regularizer=depthwise_regularizer,
-                         bias_regularizer=bias_regularizer,
-                         activity_regularizer=activity_regularizer,
-                         kernel_constraint=depthwise_constraint, bias_constraint=bias_constraint,
-                         **kwargs)
-        self.depth_multiplier = depth_multiplier
-
-    def build(self, input_shape):
-        channels = as_shape(input_shape)[-1].value
-        if as_shape(input_shape).ndims != 4:
-            raise ValueError("Inputs to `DepthwiseConv2D` should have rank 4. Received input "
-                             "shape: %s" % (as_shape(input_shape),))
-        if channels is None:
-            raise ValueError("The channel dimension of the inputs to `DepthwiseConv2D` should "
-                             "be defined. Found `None`.")
-        self.input_spec = InputSpec(ndim=4, axes={-1: channels})
-        self.depthwise_kernel = self.kernel = self.add_weight(
-            "depthwise_kernel", [*self.kernel_size, channels, self.depth_multiplier],
-            initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint)
-        self.filters = channels * self.depth_multiplier
-        if self.use_bias:
-            self.bias = self.add_weight("bias", [self.filters], initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
-        self.built = True
-
-    def _convolve(self, inputs):
-        return conv_ops.depthwise_conv2d(inputs, self.depthwise_kernel, [1, *self.strides, 1],
-                                         self.padding.upper(), rate=list(self.dilation_rate))
-
-
-class _KerasPooling:
-    _default_size = None
-
-    def __init__(self, pool_size=None, strides=None, padding="valid", data_format=None,
-                 **kwargs):
-        pool_size = self._default_size if pool_size is None else pool_size
-        super().__init__(pool_size, pool_size if strides is None else strides, padding,
-                         _channels_last(data_format), **kwargs)
-
-
-class MaxPooling1D(_KerasPooling, Layer, layers_impl.MaxPooling1D):
-    """TF's ``tf.keras.layers.MaxPooling1D``: pool_size 2, strides = pool_size."""
-    _default_size = 2
-
-
-class AveragePooling1D(_KerasPooling, Layer, layers_impl.AveragePooling1D):
-    """TF's ``tf.keras.layers.AveragePooling1D``: pool_size 2, strides = pool_size."""
-    _default_size = 2
-
-
-class MaxPooling2D(_KerasPooling, Layer, layers_impl.MaxPooling2D):
-    """TF's ``tf.keras.layers.MaxPooling2D``: pool_size (2, 2), strides = pool_size."""
-    _default_size = (2, 2)
-
-
-class AveragePooling2D(_KerasPooling, Layer, layers_impl.AveragePooling2D):
-    """TF's ``tf.keras.layers.AveragePooling2D``: pool_size (2, 2), strides = pool_size."""
-    _default_size = (2, 2)
-
-
-class MaxPooling3D(_KerasPooling, Layer, layers_impl.MaxPooling3D):
-    """TF's ``tf.keras.layers.MaxPooling3D``: pool_size (2, 2, 2), strides = pool_size."""
-    _default_size = (2, 2, 2)
-
-
-class AveragePooling3D(_KerasPooling, Layer, layers_impl.AveragePooling3D):
-    """TF's ``tf.keras.layers.AveragePooling3D``: pool_size (2, 2, 2), strides = pool_size."""
-    _default_size = (2, 2, 2)
-
-
-class Flatten(Layer, layers_impl.Flatten):
-    """TF's ``tf.keras.layers.Flatten``: ``[batch, everything else]``."""
-
-    def __init__(self, data_format=None, **kwargs):
-        super().__init__(_channels_last(data_format), **kwargs)
-
-
-class Dropout(Layer, layers_impl.Dropout):
-    """TF's ``tf.keras.layers.Dropout``: ``training`` given to the call, else the learning
-    phase."""
-
-    def call(self, inputs, training=None):
-        return super().call(inputs, training=_training(training))
-
-
-class BatchNormalization(Layer, layers_impl.BatchNormalization):
-    """TF's ``tf.keras.layers.BatchNormalization`` (v1): ``gamma``, ``beta``, ``moving_mean``,
-    ``moving_variance``; ``training`` given to the call, else the learning phase. Its update
-    ops are in ``layer.updates`` (not in ``tf.GraphKeys.UPDATE_OPS``, as TF's Keras)."""
-
-    def call(self, inputs, training=None):
-        return super().call(inputs, training=_training(training))
-
-
-# --- layers tf.layers lacks ----------------------------------------------------------------------
-
-
-class _Stateless(Layer):
-    """A layer without weights whose output shape is that of its call on a placeholder."""
-
-    def compute_output_shape(self, input_shape):
-        shapes = input_shape if isinstance(input_shape, list) else None
-        from zps.framework.graph import Graph
-        with Graph().as_default():
-            if shapes is not None:
-                probe = [array_ops.placeholder(self.dtype or "float32", as_shape(s).as_list())
-                         for s in shapes]
-            else:
-                probe = array_ops.placeholder(self.dtype or "float32",
-                                              as_shape(input_shape).as_list())
-            return self.call(probe).get_shape()
-
-
-class Embedding(Layer):
-    """TF's ``tf.keras.layers.Embedding``: rows of ``embeddings`` [input_dim, output_dim]
-    (uniform in [-0.05, 0.05) by default) looked up by integer inputs; output
-    ``input_shape + (output_dim,)``."""
-
-    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
-                 embeddings_regularizer=None, activity_regularizer=None,
-                 embeddings_constraint=None, mask_zero=False, input_length=None, **kwargs):
-        if mask_zero:
-            raise NotImplementedError("Embedding(mask_zero=True): zps's Keras has no masking")
-        if input_length is not None and "input_shape" not in kwargs:
-            kwargs["input_shape"] = tuple(input_length) if isinstance(input_length, list |
-                                                                       tuple) else (input_length,)
-        super().__init__(activity_regularizer=converted("_regularizer", activity_regularizer),
-                         **kwargs)
-        self.input_dim, self.output_dim = input_dim, output_dim
-        self.embeddings_initializer = converted("_initializer", embeddings_initializer)
-        self.embeddings_regularizer = converted("_regularizer", embeddings_regularizer)
-        self.embeddings_constraint = converted("_constraint", embeddings_constraint)
-        self.input_length = input_length
-        if self._dtype == "int32" or self._dtype is None:
-            self._dtype = backend.floatx()   # the weights' dtype, not the ids'
-
-    def build(self, input_shape):
-        self.embeddings = self.add_weight(
-            "embeddings", [self.input_dim, self.output_dim],
-            initializer=self.embeddings_initializer, regularizer=self.embeddings_regularizer,
-            constraint=self.embeddings_constraint)
-        self.built = True
-
-    def call(self, inputs):
-        if inputs.dtype not in (dtypes.int32, dtypes.int64):
-            inputs = math_ops.cast(inputs, dtypes.int32)
-        return embedding_ops.embedding_lookup(self.embeddings, inputs)
-
-    def compute_output_shape(self, input_shape):
-        return as_shape(input_shape).concatenate([self.output_dim])
-
-
-class Activation(_Stateless):
-    """TF's ``tf.keras.layers.Activation``: ``activation(inputs)``, given by name or callable."""
-
-    def __init__(self, activation, **kwargs):
-        super().__init__(**kwargs)
-        self.activation = activations.get(activation)
-
-    def call(self, inputs):
-        return self.activation(inputs)
-
-    def compute_output_shape(self, input_shape):
-        return as_shape(input_shape)
-
-
-class LeakyReLU(_Stateless):
-    """TF's ``tf.keras.layers.LeakyReLU``: ``x`` if ``x > 0`` else ``alpha * x`` (alpha 0.3)."""
-
-    def __init__(self, alpha=0.3, **kwargs):
-        super().__init__(**kwargs)
-        self.alpha = alpha
-
-    def call(self, inputs):
-        return nn_ops.leaky_relu(inputs, alpha=self.alpha)
-
-
-class ReLU(_Stateless):
-    """TF's ``tf.keras.layers.ReLU``: ``activations.relu`` with ``max_value``,
-    ``negative_slope`` and ``threshold``."""
-
-    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
-        super().__init__(**kwargs)
-        if max_value is not None and max_value < 0:
-            raise ValueError("max_value of a ReLU layer cannot be negative, got %r" % max_value)
-        self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
-
-    def call(self, inputs):
-        return activations.relu(inputs, alpha=self.negative_slope, max_value=self.max_value,
-                                threshold=self.threshold)
-
-
-class Softmax(_Stateless):
-    """TF's ``tf.keras.layers.Softmax`` along ``axis`` (-1)."""
-
-    def __init__(self, axis=-1, **kwargs):
-        super().__init__(**kwargs)
-        self.axis = axis
-
-    def call(self, inputs):
-        return nn_ops.softmax(inputs, axis=self.axis)
-
-
-class Reshape(_Stateless):
-    """TF's ``tf.keras.layers.Reshape``: each example to ``target_shape`` (one -1 allowed)."""
-
-    def __init__(self, target_shape, **kwargs):
-        super().__init__(**kwargs)
-        self.target_shape = tuple(target_shape)
-
-    def call(self, inputs):
-        outputs = array_ops.reshape(inputs, array_ops.concat(
-            [array_ops.shape(inputs)[:1], list(self.target_shape)], 0))
-        rest = inputs.get_shape()[1:]
-        target = list(self.target_shape)
-        if -1 in target and rest.is_fully_defined():
-            known = -int(np.prod(target))
-            target[target.index(-1)] = rest.num_elements() // known
-        outputs.set_shape([inputs.get_shape()[0].value if inputs.get_shape().ndims else None,
-                           *[None if d == -1 else d for d in target]])
-        return outputs
-
-
-class Permute(_Stateless):
-    """TF's ``tf.keras.layers.Permute``: the non-batch axes in the order ``dims`` (1-based)."""
-
-    def __init__(self, dims, **kwargs):
-        super().__init__(**kwargs)
-        self.dims = tuple(dims)
-        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
-            raise ValueError("Invalid permutation `dims` for Permute Layer: %s. The set of "
-                             "indices in `dims` must be consecutive and start from 1."
-                             % (self.dims,))
-
-    def call(self, inputs):
-        return array_ops.transpose(inputs, [0, *self.dims])
-
-
-class RepeatVector(_Stateless):
-    """TF's ``tf.keras.layers.RepeatVector``: [batch, features] -> [batch, n, features]."""
-
-    def __init__(self, n, **kwargs):
-        super().__init__(**kwargs)
-        self.n = n
-        self.input_spec = InputSpec(ndim=2)
-
-    def call(self, inputs):
-        return array_ops.tile(array_ops.expand_dims(inputs, 1), [1, self.n, 1])
-
-
-class Lambda(_Stateless):
-    """TF's ``tf.keras.layers.Lambda``: ``function(inputs, **arguments)`` as a layer (weights
-    it makes are not tracked)."""
-
-    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
-        super().__init__(**kwargs)
-        self.function, self.arguments = function, dict(arguments or {})
-        self._given_output_shape = output_shape
-
-    def call(self, inputs):
-        return self.function(inputs, **self.arguments)
-
-    def compute_output_shape(self, input_shape):
-        if self._given_output_shape is None:
-            return super().compute_output_shape(input_shape)
-        shape = self._given_output_shape
-        shape = shape(input_shape) if callable(shape) else \
-            [as_shape(input_shape)[0].value, *shape]
-        return as_shape(shape)
-
-
-class _Merge(_Stateless):
-    """A layer of a list of tensors of one shape (Add, Multiply...)."""
-
-    def build(self, input_shape):
-        if not isinstance(input_shape, list) or len(input_shape) < 2:
-            raise ValueError("A merge layer (%s) should be called on a list of at least 2 "
-                             "inputs. Got %s inputs." % (type(self).__name__,
-                                                         1 if not isinstance(input_shape, list)
-                                                         else len(input_shape)))
-        self.built = True
-
-    def call(self, inputs):
-        outputs = inputs[0]
-        for x in inputs[1:]:
-            outputs = self._merge(outputs, x)
-        return outputs
-
-
-class Add(_Merge):
-    """TF's ``tf.keras.layers.Add``: the sum of the inputs."""
-    _merge = staticmethod(math_ops.add)
-
-
-class Multiply(_Merge):
-    """TF's ``tf.keras.layers.Multiply``: the product of the inputs."""
-    _merge = staticmethod(math_ops.multiply)
-
-
-class Maximum(_Merge):
-    """TF's ``tf.keras.layers.Maximum``: the element-wise maximum of the inputs."""
-    _merge = staticmethod(math_ops.maximum)
-
-
-class Minimum(_Merge):
-    """TF's ``tf.keras.layers.Minimum``: the element-wise minimum of the inputs."""
-    _merge = staticmethod(math_ops.minimum)
-
-
-class Average(_Merge):
-    """TF's ``tf.keras.layers.Average``: the mean of the inputs."""
-
-    def call(self, inputs):
-        return math_ops.add_n(list(inputs)) / len(inputs)
-
-
-class Subtract(_Merge):
-    """TF's ``tf.keras.layers.Subtract``: ``inputs[0] - inputs[1]`` (exactly two inputs)."""
-
-    def build(self, input_shape):
-        if not isinstance(input_shape, list) or len(input_shape) != 2:
-            raise ValueError("A `Subtract` layer should be called on exactly 2 inputs")
-        self.built = True
-
-    def call(self, inputs):
-        return math_ops.subtract(inputs[0], inputs[1])
-
-
-class Concatenate(_Merge):
-    """TF's ``tf.keras.layers.Concatenate``: the inputs joined along ``axis`` (-1)."""
-
-    def __init__(self, axis=-1, **kwargs):
-        super().__init__(**kwargs)
-        self.axis = axis
-
-    def call(self, inputs):
-        return array_ops.concat(list(inputs), self.axis)
-
-
-def _functional(layer_class, doc):
-    def merge(inputs, **kwargs):
-        return layer_class(**kwargs)(inputs)
-    merge.__name__ = layer_class.__name__.lower()
-    merge.__doc__ = doc
-    return merge
-
-
-add = _functional(Add, "``Add(**kwargs)(inputs)``.")
-subtract = _functional(Subtract, "``Subtract(**kwargs)(inputs)``.")
-multiply = _functional(Multiply, "``Multiply(**kwargs)(inputs)``.")
-average = _functional(Average, "``Average(**kwargs)(inputs)``.")
-maximum = _functional(Maximum, "``Maximum(**kwargs)(inputs)``.")
-minimum = _functional(Minimum, "``Minimum(**kwargs)(inputs)``.")
-
-
-def concatenate(inputs, axis=-1, **kwargs):
-    """``Concatenate(axis, **kwargs)(inputs)``."""
-    return Concatenate(axis=axis, **kwargs)(inputs)
-
-
-def _pairs(value, what):
-    """Keras's 2-D padding/cropping argument: an int, 2 ints or 2 pairs -> ((t, b), (l, r))."""
-    if isinstance(value, int):
-        return ((value, value), (value, value))
-    value = tuple(value)
-    if len(value) == 2 and all(isinstance(v, int) for v in value):
-        return ((value[0], value[0]), (value[1], value[1]))
-    if len(value) == 2 and all(len(tuple(v)) == 2 for v in value):
-        return tuple(tuple(v) for v in value)
-    raise ValueError("`%s` should be an int, a tuple of 2 ints or a tuple of 2 tuples of 2 "
-                     "ints. Received: %r" % (what, value))
-
-
-class ZeroPadding2D(_Stateless):
-    """TF's ``tf.keras.layers.ZeroPadding2D``: zero rows and columns around NHWC images."""
-
-    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
-        super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), "ZeroPadding2D")
-        self.padding = _pairs(padding, "padding")
-        self.input_spec = InputSpec(ndim=4)
-
-    def call(self, inputs):
-        return array_ops.pad(inputs, [[0, 0], list(self.padding[0]), list(self.padding[1]),
-                                      [0, 0]])
-
-
-class Cropping2D(_Stateless):
-    """TF's ``tf.keras.layers.Cropping2D``: rows and columns cut off NHWC images."""
-
-    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
-        super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), "Cropping2D")
-        self.cropping = _pairs(cropping, "cropping")
-        self.input_spec = InputSpec(ndim=4)
-
-    def call(self, inputs):
-        (top, bottom), (left, right) = self.cropping
-        return inputs[:, top:(-bottom or None), left:(-right or None), :]
-
-
-class UpSampling2D(_Stateless):
-    """TF's ``tf.keras.layers.UpSampling2D``: each row and column repeated ``size`` times
-    (nearest-neighbour)."""
-
-    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
-        super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), "UpSampling2D")
-        if interpolation != "nearest":
-            raise NotImplementedError("UpSampling2D: zps implements interpolation='nearest' "
-                                      "only, got %r" % (interpolation,))
-        self.size = _ints(size, 2, "size")
-        self.input_spec = InputSpec(ndim=4)
-
-    def call(self, inputs):
-        rows = array_ops_more.repeat(inputs, self.size[0], axis=1)
-        return array_ops_more.repeat(rows, self.size[1], axis=2)
-
-
-class _GlobalPooling(_Stateless):
-    _reduce, _rank = None, None
-
-    def __init__(self, data_format=None, **kwargs):
-        super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), type(self).__name__)
-        self.input_spec = InputSpec(ndim=self._rank + 2)
-
-    def call(self, inputs):
-        return self._reduce(inputs, axis=list(range(1, self._rank + 1)))
-
-
-class GlobalAveragePooling1D(_GlobalPooling):
-    """TF's ``tf.keras.layers.GlobalAveragePooling1D``: the mean over the steps."""
-    _reduce, _rank = staticmethod(math_ops.reduce_mean), 1
-
-
-class GlobalAveragePooling2D(_GlobalPooling):
-    """TF's ``tf.keras.layers.GlobalAveragePooling2D``: the mean over height and width."""
-    _reduce, _rank = staticmethod(math_ops.reduce_mean), 2
-
-
-class GlobalMaxPooling1D(_GlobalPooling):
-    """TF's ``tf.keras.layers.GlobalMaxPooling1D``: the maximum over the steps."""
-    _reduce, _rank = staticmethod(math_ops.reduce_max), 1
-
-
-class GlobalMaxPooling2D(_GlobalPooling):
-    """TF's ``tf.keras.layers.GlobalMaxPooling2D``: the maximum over height and width."""
-    _reduce, _rank = staticmethod(math_ops.reduce_max), 2
-
-
-GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
-GlobalMaxPool1D, GlobalMaxPool2D = GlobalMaxPooling1D, GlobalMaxPooling2D
-MaxPool1D, MaxPool2D, MaxPool3D = MaxPooling1D, MaxPooling2D, MaxPooling3D
-AvgPool1D, AvgPool2D, AvgPool3D = AveragePooling1D, AveragePooling2D, AveragePooling3D
-Convolution1D, Convolution2D, Convolution3D = Conv1D, Conv2D, Conv3D
-
-
-class LayerNormalization(Layer):
-    """TF's ``tf.keras.layers.LayerNormalization``: ``gamma * (x - mean) / sqrt(var + epsilon)
-    + beta``, the moments over ``axis`` (-1) of each example; ``gamma``/``beta`` of the
-    normalized axes' shape."""
-
-    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
-                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
-                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
-        super().__init__(**kwargs)
-        self._args = {key: converted(key, value) for key, value in [
-            ("beta_initializer", beta_initializer), ("gamma_initializer", gamma_initializer),
-            ("beta_regularizer", beta_regularizer), ("gamma_regularizer", gamma_regularizer),
-            ("beta_constraint", beta_constraint), ("gamma_constraint", gamma_constraint)]}
-        self.axis = list(axis) if isinstance(axis, list | tuple) else [axis]
-        self.epsilon, self.center, self.scale = epsilon, center, scale
-        self.gamma = self.beta = None
-
-    def build(self, input_shape):
-        shape = as_shape(input_shape)
-        layers_impl._check_floating(self)
-        self._axes = sorted(a % shape.ndims for a in self.axis)
-        param_shape = [shape[a].value for a in self._axes]
-        args = self._args
-        if self.scale:
-            self.gamma = self.add_weight("gamma", param_shape,
-                                         initializer=args["gamma_initializer"],
-                                         regularizer=args["gamma_regularizer"],
-                                         constraint=args["gamma_constraint"])
-        if self.center:
-            self.beta = self.add_weight("beta", param_shape, initializer=args["beta_initializer"],
-                                        regularizer=args["beta_regularizer"],
-                                        constraint=args["beta_constraint"])
-        self.built = True
-
-    def call(self, inputs):
-        ndims = inputs.get_shape().ndims
-        mean, variance = nn_ops.moments(inputs, self._axes, keep_dims=True)
-        broadcast = [inputs.get_shape()[i].value if i in self._axes else 1 for i in range(ndims)]
-
-        def param(v):
-            return None if v is None else array_ops.reshape(v, broadcast)
-        return nn_ops.batch_normalization(inputs, mean, variance, param(self.beta),
-                                          param(self.gamma), self.epsilon)
-
-    def compute_output_shape(self, input_shape):
-        return as_shape(input_shape)
-
-
-__all__ = ["Activation", "Add", "AvgPool1D", "AvgPool2D", "AvgPool3D", "Average",
-           "AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "BatchNormalization",
-           "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose",
-           "Convolution1D", "Convolution2D", "Convolution3D", "Cropping2D", "Dense",
-           "DepthwiseConv2D", "Dropout", "Embedding", "Flatten", "GlobalAveragePooling1D",
-           "GlobalAveragePooling2D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
-           "GlobalMaxPool2D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "Input", "InputLayer",
-           "InputSpec", "Lambda", "Layer", "LayerNormalization", "LeakyReLU", "MaxPool1D",
-           "MaxPool2D", "MaxPool3D", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "Maximum",
-           "Minimum", "Multiply", "Permute", "ReLU", "RepeatVector", "Reshape", "SeparableConv1D",
-           "SeparableConv2D", "Softmax", "Subtract", "UpSampling2D", "ZeroPadding2D", "add",
+from zps.keras.core_layers import (
+    Activation,
+    Add,
+    Average,
+    AveragePooling1D,
+    AveragePooling2D,
+    AveragePooling3D,
+    AvgPool1D,
+    AvgPool2D,
+    AvgPool3D,
+    BatchNormalization,
+    Concatenate,
+    Conv1D,
+    Conv2D,
+    Conv2DTranspose,
+    Conv3D,
+    Conv3DTranspose,
+    Convolution1D,
+    Convolution2D,
+    Convolution3D,
+    Cropping2D,
+    Dense,
+    DepthwiseConv2D,
+    Dropout,
+    Embedding,
+    Flatten,
+    GlobalAveragePooling1D,
+    GlobalAveragePooling2D,
+    GlobalAvgPool1D,
+    GlobalAvgPool2D,
+    GlobalMaxPool1D,
+    GlobalMaxPool2D,
+    GlobalMaxPooling1D,
+    GlobalMaxPooling2D,
+    Lambda,
+    LayerNormalization,
+    LeakyReLU,
+    Masking,
+    Maximum,
+    MaxPool1D,
+    MaxPool2D,
+    MaxPool3D,
+    MaxPooling1D,
+    MaxPooling2D,
+    MaxPooling3D,
+    Minimum,
+    Multiply,
+    Permute,
+    ReLU,
+    RepeatVector,
+    Reshape,
+    SeparableConv1D,
+    SeparableConv2D,
+    Softmax,
+    Subtract,
+    UpSampling2D,
+    ZeroPadding2D,
+    add,
+    average,
+    concatenate,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from zps.keras.engine import Input, InputLayer, Layer
+from zps.keras.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, StackedRNNCells
+from zps.keras.wrappers import Bidirectional, TimeDistributed, Wrapper
+from zps.ops.layers_impl import InputSpec
+
+__all__ = ["Activation", "Add", "Average", "AveragePooling1D", "AveragePooling2D",
+           "AveragePooling3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "BatchNormalization",
+           "Bidirectional", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D",
+           "Conv3DTranspose", "Convolution1D", "Convolution2D", "Convolution3D", "Cropping2D",
+           "Dense", "DepthwiseConv2D", "Dropout", "Embedding", "Flatten", "GRU", "GRUCell",
+           "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAvgPool1D",
+           "GlobalAvgPool2D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPooling1D",
+           "GlobalMaxPooling2D", "Input", "InputLayer", "InputSpec", "LSTM", "LSTMCell", "Lambda",
+           "Layer", "LayerNormalization", "LeakyReLU", "Masking", "MaxPool1D", "MaxPool2D",
+           "MaxPool3D", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "Maximum", "Minimum",
+           "Multiply", "Permute", "RNN", "ReLU", "RepeatVector", "Reshape", "SeparableConv1D",
+           "SeparableConv2D", "SimpleRNN", "SimpleRNNCell", "Softmax", "StackedRNNCells",
+           "Subtract", "TimeDistributed", "UpSampling2D", "Wrapper", "ZeroPadding2D", "add",
            "average", "concatenate", "maximum", "minimum", "multiply", "subtract"]

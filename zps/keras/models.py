@@ -1,8 +1,10 @@
 """``tf.keras.Model`` (functional: ``Model(inputs, outputs)``) and ``tf.keras.Sequential`` in
 graph mode: containers of Keras layers, callable on tensors like a layer (each call applies
 the same layers, so the variables are shared), with ``layers``, ``weights``,
-``get_weights``/``set_weights``, ``summary()`` and ``save_weights``/``load_weights`` (a
-name-based checkpoint, through ``tf.train.Saver``).
+``get_weights``/``set_weights``, ``summary()``, ``save_weights``/``load_weights`` (a
+name-based checkpoint, through ``tf.train.Saver``), and configs and whole-model saving
+(``get_config``/``from_config``, ``to_json``/``model_from_json``, ``save``/``load_model``:
+zps/keras/saving.py, JSON and safetensors, no HDF5).
 
 ``compile``/``fit``/``evaluate``/``predict`` (and the ``*_on_batch`` steps) run Keras's
 training loop on numpy arrays (zps/keras/training.py). In a ``tf.Session``,
@@ -20,7 +22,7 @@ the train op.
 [None, 1] ['dense/kernel:0', 'dense/bias:0', 'dense_1/kernel:0', 'dense_1/bias:0']
 """
 
-from zps.keras import training
+from zps.keras import saving, training
 from zps.keras.engine import Input, InputLayer, Layer, call_accepts, node_of
 from zps.ops import layers_impl
 
@@ -254,14 +256,48 @@ class Model(Layer):
                                        training.predict)
     train_on_batch, test_on_batch, predict_on_batch = (
         training.train_on_batch, training.test_on_batch, training.predict_on_batch)
+    fit_generator, evaluate_generator, predict_generator = (
+        training.fit_generator, training.evaluate_generator, training.predict_generator)
 
-    def save(self, *args, **kwargs):
-        """Not implemented by zps: use ``save_weights`` (a TF checkpoint) or tf.train.Saver."""
-        raise NotImplementedError("zps's tf.keras does not implement Model.save (HDF5 / "
-                                  "SavedModel): use model.save_weights(path) or tf.train.Saver")
+    @property
+    def metrics_names(self):
+        """The names of ``evaluate``'s values: ``["loss", *per-output losses, *metrics]``
+        (known once the model is compiled and built)."""
+        c = getattr(self, "_compiled", None)
+        return list(c.names) if c is not None and c.built else []
+
+    @property
+    def output_names(self):
+        """The names of the outputs (their layers'), the keys of ``loss`` and ``y`` dicts."""
+        return training.output_names(self)
+
+    @property
+    def input_names(self):
+        """The names of the inputs (their InputLayers'), the keys of an ``x`` dict."""
+        return training.input_names(self)
+
+    # --- configs and saving (zps/keras/saving.py) -------------------------------------------------
+
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
+        """Save the model (config, weights, training config and optimizer state) as a directory
+        ``filepath`` of JSON and safetensors (zps/keras/saving.py); zps writes no HDF5."""
+        if save_format not in (None, "tf", "zps"):
+            raise ValueError("zps's Model.save writes its own format (a directory of JSON and "
+                             "safetensors); save_format=%r is not supported" % (save_format,))
+        saving.save_model(self, filepath, overwrite, include_optimizer)
 
     def get_config(self):
-        raise NotImplementedError("zps's tf.keras does not serialize models (get_config)")
+        """The model's layers and their connections (TF 1.15's layout), for ``from_config``."""
+        return saving.model_config(self)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """The functional model ``get_config`` described (new layers and weights)."""
+        return saving.functional_from_config(cls, config, custom_objects)
+
+    def to_json(self, **kwargs):
+        """The model's config as a JSON string, for ``tf.keras.models.model_from_json``."""
+        return saving.to_json(self, **kwargs)
 
 
 def _check_checkpoint_format(filepath, save_format):
@@ -349,6 +385,11 @@ class Sequential(Model):
             return tuple(self.outputs[0].get_shape().as_list())
         return super().output_shape
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """The Sequential model ``get_config`` described (new layers and weights)."""
+        return saving.sequential_from_config(cls, config, custom_objects)
+
     def call(self, inputs, training=None):
         x = inputs
         for layer in self._layers:
@@ -359,4 +400,7 @@ class Sequential(Model):
         return x
 
 
-__all__ = ["Model", "Sequential"]
+load_model, save_model = saving.load_model, saving.save_model
+model_from_json = saving.model_from_json
+
+__all__ = ["Model", "Sequential", "load_model", "model_from_json", "save_model"]

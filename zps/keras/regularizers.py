@@ -71,4 +71,16 @@ def get(identifier):
                      "'l2', 'l1_l2' or tf.keras.regularizers.l2(...))" % (identifier,))
 
 
-__all__ = ["L1L2", "Regularizer", "get", "l1", "l1_l2", "l2"]
+def serialize(regularizer):
+    """``{"class_name", "config"}`` of ``regularizer``."""
+    return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
+
+
+def deserialize(config, custom_objects=None):
+    """The regularizer a ``serialize`` dict (or a name) describes."""
+    if custom_objects and isinstance(config, dict) and config.get("class_name") in custom_objects:
+        return custom_objects[config["class_name"]].from_config(config.get("config", {}))
+    return get(config)
+
+
+__all__ = ["L1L2", "Regularizer", "deserialize", "get", "l1", "l1_l2", "l2", "serialize"]

@@ -7,9 +7,14 @@ the ``*_on_batch`` steps, in ``tf.keras.backend.get_session()``.
 * the loss is the mean of the loss function over the batch (times ``loss_weights``) plus the
   layers' losses (``model.losses``); ``fit`` runs the train op with the layers' update ops
   (batch norm's moving averages) and the learning phase fed 1;
-* a loss or metric of an epoch (or of ``evaluate``) is the mean over batches weighted by batch
-  size; a batch's values are those before its update;
-* a 1-D target is made ``[n, 1]``, as Keras does; models with one output only.
+* a batch's values are those before its update; an epoch's (or ``evaluate``'s) loss is the
+  mean over batches weighted by batch size, its metrics running means (see ``_Means``);
+* models with several inputs and outputs take lists or dicts (by input / output layer name)
+  of arrays, a loss (and ``loss_weights``, ``metrics``) per output; the logs then hold the
+  output losses and metrics named after the outputs: ``dense_1_loss``, ``dense_1_acc``;
+* a 1-D target is made ``[n, 1]``, as Keras does; ``callbacks`` are called as
+  zps/keras/callbacks.py says; ``fit_generator`` and co. take Python generators and
+  ``tf.keras.utils.Sequence``.
 
 >>> import numpy as np, zps as tf
 >>> with tf.Graph().as_default():
@@ -27,22 +32,12 @@ import numpy as np
 from zps.framework import dtypes
 from zps.framework.graph import get_default_graph
 from zps.keras import backend, losses, optimizers
+from zps.keras import metrics as keras_metrics
 from zps.ops import array_ops, control_flow_ops, math_ops
 from zps.ops.layers_impl import _flat
 
 _ACCURACY = ("accuracy", "acc")
 
-
-class History:
-    """What ``fit`` returns: ``history`` (name -> one value per epoch) and ``epoch``."""
-
-    def __init__(self, model, params):
-        self.model, self.params, self.epoch, self.history = model, params, [], {}
-
-    def record(self, epoch, logs):
-        self.epoch.append(epoch)
-        for name, value in logs.items():
-            self.history.setdefault(name, []).append(value)
 
 
 # --- metrics (one value per example, as Keras's) ---------------------------------------------
@@ -76,6 +71,8 @@ def _metric(name, loss_fn, output):
     """(history name, per-example function) of the metric ``name`` (or callable), named as TF1's
     Keras does: ``acc`` for ``"accuracy"``, the function's name for the others (``"mae"`` is
     ``mean_absolute_error``)."""
+    if isinstance(name, keras_metrics.Metric):   # stateful: its own running result (_build)
+        return name.name, name
     if callable(name):
         return name.__name__, name
     if name in _ACCURACY:   # Keras picks the accuracy that fits the loss and output
@@ -85,12 +82,21 @@ def _metric(name, loss_fn, output):
             return "acc", sparse_categorical_accuracy
         return "acc", categorical_accuracy
     fn = _named_metric(name)
-    return fn.__name__, fn
+    return (fn.name if isinstance(fn, keras_metrics.Metric) else fn.__name__), fn
 
 
-def _named_metric(name):
+def _named_metric(name, check_only=False):
+    """The metric function or (new) Metric named ``name``; with ``check_only``, a Metric class
+    is not made (its instance would take the name "auc" that _build's should have)."""
     try:
         return _METRICS[name] if name in _METRICS else losses.get(name)
+    except ValueError:
+        pass
+    cls = getattr(keras_metrics, name, None) if isinstance(name, str) else None
+    if check_only and isinstance(cls, type) and issubclass(cls, keras_metrics.Metric):
+        return cls
+    try:   # a metric's own name ("AUC": a new stateful metric; "top_k_categorical_accuracy")
+        return keras_metrics.get(name)
     except ValueError:
         raise ValueError("Unknown metric function: %r (give a callable, 'accuracy' or one of %s)"
                          % (name, ", ".join(sorted(_METRICS) + ["mae", "mse", "..."]))) from None
@@ -98,42 +104,56 @@ def _named_metric(name):
 
 # --- compile and the graph it builds ---------------------------------------------------------
 
-class _Compiled:
-    """What ``compile`` was given, and the graph built for it on first use."""
+class _Output:
+    """One output of a compiled model: its tensor, loss function, weight, target placeholder
+    and metrics ``[(name, fn)]``."""
 
-    def __init__(self, graph, optimizer, loss, metrics, loss_weight):
-        self.graph, self.optimizer, self.loss_fn = graph, optimizer, loss
-        self.metric_names, self.loss_weight = metrics, loss_weight
+    def __init__(self, name, tensor, loss_fn, weight):
+        self.name, self.tensor, self.loss_fn, self.weight = name, tensor, loss_fn, weight
+
+
+class _Compiled:
+    """What ``compile`` was given, and the graph built for it (at compile for a model with
+    ``Input`` tensors, else on first use)."""
+
+    def __init__(self, graph, optimizer, loss, metrics, loss_weights):
+        self.graph, self.optimizer = graph, optimizer
+        self.loss, self.metrics, self.loss_weights = loss, metrics, loss_weights
         self.built = False
 
 
 def compile(model, optimizer, loss=None, metrics=None, loss_weights=None,  # noqa: A001
             **kwargs):
     """Configure training: ``optimizer`` (a name such as ``"adam"``, a Keras or tf.train
-    optimizer), ``loss`` (a name or ``fn(y_true, y_pred)``), ``metrics`` (names such as
-    ``"accuracy"``, ``"mae"``, or callables) and ``loss_weights`` (one number, in a list or
-    not, for the one output)."""
+    optimizer), ``loss`` (a name or ``fn(y_true, y_pred)``; a list or a dict by output name for
+    a model with several outputs), ``metrics`` (names such as ``"accuracy"``, ``"mae"``, or
+    callables; a list for every output, or a dict by output name) and ``loss_weights`` (a
+    number per output: a list or a dict). The loss is ``sum(weight * mean(output loss))`` plus
+    ``model.losses``."""
     for key, value in kwargs.items():
         if value is not None:
             raise NotImplementedError("zps's Model.compile does not support `%s`" % key)
     if loss is None:
         raise ValueError("Model.compile needs a `loss` (a name such as 'mse' or a function)")
-    if isinstance(loss, list | tuple | dict):
-        raise NotImplementedError("zps's Model.compile takes one loss: models with one output "
-                                  "only")
-    weight = loss_weights
-    if isinstance(weight, list | tuple):
-        if len(weight) != 1:
-            raise ValueError("loss_weights has %d entries; the model has 1 output" % len(weight))
-        weight = weight[0]
-    if isinstance(weight, dict):
-        raise NotImplementedError("zps's Model.compile takes loss_weights as a list or a number")
-    for metric in metrics or []:
+    for metric in _flat_metrics(metrics):
         if not callable(metric) and metric not in _ACCURACY:
-            _named_metric(metric)
+            _named_metric(metric, check_only=True)
     graph = model.weights[0].graph if model.built and model.weights else get_default_graph()
-    model._compiled = _Compiled(graph, optimizers.get(optimizer), losses.get(loss),
-                                list(metrics or []), 1.0 if weight is None else float(weight))
+    model.optimizer = optimizers.get(optimizer)
+    model._compiled = _Compiled(graph, model.optimizer, loss, metrics, loss_weights)
+    model.stop_training = False
+    if model.inputs is not None and model.outputs is not None and model._graph_network():
+        with graph.as_default():
+            _build(model, model._compiled, None)
+
+
+def _flat_metrics(metrics):
+    if isinstance(metrics, dict):
+        metrics = list(metrics.values())
+    flat = []
+    for m in metrics or []:
+        flat.extend(m if isinstance(m, list | tuple) else [m])
+    return flat
 
 
 def _compiled(model, what):
@@ -144,87 +164,182 @@ def _compiled(model, what):
     return compiled
 
 
-def _build(model, compiled, x):
-    """Placeholders, loss, metrics and train op of ``model`` for inputs like ``x``."""
-    c = compiled
+def _per_output(value, names, what, default):
+    """``value`` (one for all, a list in output order or a dict by output name) as a list."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise ValueError("Unknown entries in %s dictionary: %s. Only expected the following "
+                             "keys: %s" % (what, unknown, names))
+        missing = [n for n in names if n not in value]
+        if missing and default is None:
+            raise ValueError("Output %s missing from %s dictionary: give one for every output "
+                             "(%s)" % (missing, what, names))
+        return [value.get(n, default) for n in names]
+    if isinstance(value, list | tuple) and (what != "metrics" or
+                                             any(isinstance(v, list | tuple) for v in value)):
+        if len(value) != len(names):
+            raise ValueError("When passing a list as %s, it should have one entry per model "
+                             "output. The model has %d outputs (%s), but you passed %s=%r"
+                             % (what, len(names), names, what, value))
+        return list(value)
+    return [default if value is None else value] * len(names)
+
+
+def output_names(model):
+    """The names of the model's outputs (the layers that make them), as Keras names them in
+    ``loss`` dicts and in the logs (``dense_1_loss``)."""
+    from zps.keras.engine import node_of
+    if model.outputs is not None and model._graph_network():
+        return [node_of(t).layer.name if node_of(t) is not None else "output_%d" % (i + 1)
+                for i, t in enumerate(model.outputs)]
+    c = getattr(model, "_compiled", None)
+    if c is not None and c.built:
+        return [o.name for o in c.outputs]
+    return None
+
+
+def input_names(model):
+    """The names of the model's inputs (their InputLayers'), the keys of ``x`` as a dict."""
+    from zps.keras.engine import node_of
+    return [node_of(t).layer.name for t in model.inputs] if model.inputs else None
+
+
+def _build(model, c, x):
+    """Placeholders, losses, metrics and train op of ``model`` (for inputs like ``x`` when the
+    model has no ``Input``)."""
     if model.inputs is not None and model.outputs is not None and model._graph_network():
         inputs = list(model.inputs)
+        c.input_names = input_names(model)
     else:   # a model without an Input: placeholders shaped as the data
         inputs = [array_ops.placeholder(a.dtype.name if a.dtype.kind in "iu" else backend.floatx(),
                                         [None, *a.shape[1:]], name="input_%d" % i)
                   for i, a in enumerate(x)]
-    output = model(inputs if len(inputs) > 1 else inputs[0])
-    outputs = _flat(output)
-    if len(outputs) != 1:
-        raise NotImplementedError("zps's Model.fit trains models with one output; %s has %d"
-                                  % (model.name, len(outputs)))
-    c.inputs, c.output = inputs, outputs[0]
-    rank = c.output.get_shape().ndims
-    c.target = array_ops.placeholder(c.output.dtype, [None] * rank, name="%s_target"
-                                     % c.output.op.name.split("/")[0])
-    loss = math_ops.reduce_mean(c.loss_fn(c.target, c.output)) * c.loss_weight
+        c.input_names = ["input_%d" % (i + 1) for i in range(len(inputs))]
+    tensors = _flat(model(inputs if len(inputs) > 1 else inputs[0]))
+    names = output_names(model) or ["output_%d" % (i + 1) for i in range(len(tensors))]
+    loss_fns = [losses.get(fn) for fn in _per_output(c.loss, names, "loss", None)]
+    weights = [float(w) for w in _per_output(c.loss_weights, names, "loss_weights", 1.0)]
+    metrics = _per_output(c.metrics, names, "metrics", [])
+    c.inputs = inputs
+    c.outputs = [_Output(*args) for args in zip(names, tensors, loss_fns, weights)]
+    several = len(c.outputs) > 1
+    c.names, c.values, c.kinds, c.stateful = ["loss"], [None], ["loss"], []
+    total = []
+    for o in c.outputs:
+        o.target = array_ops.placeholder(o.tensor.dtype, [None] * o.tensor.get_shape().ndims,
+                                         name="%s_target" % o.name)
+        # TF 1.15: an output's Keras mask weights its per-step losses (the mean still over all
+        # of them) and its metrics (means over the unmasked steps).
+        o.mask = getattr(o.tensor, "_keras_mask", None)
+        if o.mask is not None:
+            o.mask = math_ops.cast(o.mask, o.tensor.dtype.base_dtype)
+        per_example = o.loss_fn(o.target, o.tensor)
+        o.loss = math_ops.reduce_mean(per_example if o.mask is None else per_example * o.mask)
+        total.append(o.loss * o.weight)
+        if several:
+            c.names.append(o.name + "_loss")
+            c.values.append(o.loss)
+            c.kinds.append("output_loss")
+    for o, given in zip(c.outputs, metrics):
+        for name, fn in (_metric(m, o.loss_fn, o.tensor) for m in
+                         (given if isinstance(given, list | tuple) else [given])):
+            c.names.append(o.name + "_" + name if several else name)
+            if isinstance(fn, keras_metrics.Metric):   # updated by each batch, reset by _run
+                c.values.append(fn(o.target, o.tensor, sample_weight=o.mask))
+                c.kinds.append("stateful")
+                c.stateful.append(fn)
+                continue
+            values = fn(o.target, o.tensor)
+            c.values.append(math_ops.reduce_mean(values) if o.mask is None else
+                            math_ops.reduce_sum(values * o.mask) / math_ops.reduce_sum(o.mask))
+            c.kinds.append("metric")
+    loss = math_ops.add_n(total) if several else total[0]
     if model.losses:
         loss = loss + math_ops.add_n(list(model.losses))
-    c.loss = loss
-    named = [_metric(m, c.loss_fn, c.output) for m in c.metric_names]
-    c.names = ["loss"] + [name for name, _ in named]
-    c.values = [loss] + [math_ops.reduce_mean(fn(c.target, c.output)) for _, fn in named]
+    c.total_loss = c.values[0] = loss
+    _learning_rate_variable(c.optimizer)
     # The values a batch reports are those before its update.
     graph = get_default_graph()
-    with graph.control_dependencies(c.values):
-        step = c.optimizer.minimize(loss, var_list=model.trainable_weights)
+    with graph.control_dependencies(c.values):   # (a model without weights trains nothing)
+        step = c.optimizer.minimize(loss, var_list=model.trainable_weights) \
+            if model.trainable_weights else control_flow_ops.no_op()
         c.train_op = control_flow_ops.group(step, *model.get_updates_for(inputs if len(inputs) > 1
                                                                          else inputs[0]))
     c.built = True
 
 
-def _arrays(data, what):
+def _learning_rate_variable(optimizer):
+    """Make a Keras optimizer's learning rate a variable (``optimizer.lr``), as TF's Keras does,
+    so that callbacks can change it between steps."""
+    from zps.keras.optimizers import Optimizer
+    from zps.ops.variables import Variable
+    if not isinstance(optimizer, Optimizer):
+        return
+    lr = optimizer._hyper["learning_rate"]
+    if isinstance(lr, int | float | np.floating):
+        graph = get_default_graph()
+        with graph.control_dependencies(None), graph.name_scope(optimizer._name):
+            optimizer._hyper["learning_rate"] = Variable(float(lr), dtype=dtypes.float32,
+                                                         trainable=False, name="learning_rate")
+
+
+def _as_list(data, names, what):
+    """``data`` (an array, a list or a dict by ``names``) as a list of arrays."""
+    if isinstance(data, dict):
+        missing = [n for n in names if n not in data]
+        if missing:
+            raise ValueError("No data provided for %s. Need data for each key in: %s"
+                             % (missing, names))
+        return [np.asarray(data[n]) for n in names]
     arrays = list(data) if isinstance(data, list | tuple) else [data]
     return [np.asarray(a) for a in arrays]
 
 
+def _check_shape(array, expected, name, what):
+    if array.ndim != len(expected) or any(e is not None and e != s
+                                          for e, s in zip(expected[1:], array.shape[1:])):
+        raise ValueError("Error when checking %s: expected %s to have shape %s but got array "
+                         "with shape %s" % (what, name, tuple(expected[1:]), array.shape[1:]))
+
+
 def _standardize(model, x, y, what):
-    """(compiled graph, input arrays, target array) checked against the model."""
+    """(compiled graph, input arrays, target arrays or None) checked against the model."""
     c = _compiled(model, what)
-    x = _arrays(x, "x")
-    with c.graph.as_default():
-        if not c.built:
-            _build(model, c, x)
+    if not c.built:
+        with c.graph.as_default():
+            _build(model, c, _as_list(x, None, "x"))
+    x = _as_list(x, c.input_names, "x")
     if len(x) != len(c.inputs):
         raise ValueError("Error when checking model input: the model expects %d array(s), got %d"
                          % (len(c.inputs), len(x)))
     for a, p in zip(x, c.inputs):
-        expected = p.get_shape().as_list()
-        if a.ndim != len(expected) or any(e is not None and e != s
-                                          for e, s in zip(expected[1:], a.shape[1:])):
-            raise ValueError("Error when checking input: expected %s to have shape %s but got "
-                             "array with shape %s" % (p.op.name, tuple(expected[1:]),
-                                                      a.shape[1:]))
+        _check_shape(a, p.get_shape().as_list(), p.op.name, "input")
     if y is None:
         return c, x, None
-    y = np.asarray(y)
-    if y.ndim == 1:
-        y = y[:, None]
-    expected = c.output.get_shape().as_list()
-    sparse = c.loss_fn is losses.sparse_categorical_crossentropy
-    wanted = expected[:-1] + [1] if sparse else expected
-    if y.ndim != len(wanted) or any(e is not None and e != s
-                                    for e, s in zip(wanted[1:], y.shape[1:])):
-        raise ValueError("Error when checking target: expected %s to have shape %s but got "
-                         "array with shape %s" % (c.output.op.name, tuple(wanted[1:]),
-                                                  y.shape[1:]))
-    counts = {len(a) for a in x} | {len(y)}
+    y = _as_list(y, [o.name for o in c.outputs], "y")
+    if len(y) != len(c.outputs):
+        raise ValueError("Error when checking model target: the model expects %d array(s) "
+                         "(%s), got %d" % (len(c.outputs), [o.name for o in c.outputs], len(y)))
+    for i, (a, o) in enumerate(zip(y, c.outputs)):
+        if a.ndim == 1:
+            y[i] = a = a[:, None]
+        expected = o.tensor.get_shape().as_list()
+        if o.loss_fn is losses.sparse_categorical_crossentropy:
+            expected = expected[:-1] + [1]
+        _check_shape(a, expected, o.tensor.op.name, "target")
+    counts = {len(a) for a in x} | {len(a) for a in y}
     if len(counts) != 1:
         raise ValueError("Input arrays should have the same number of samples as target arrays. "
-                         "Found %s input samples and %d target samples."
-                         % (", ".join(str(len(a)) for a in x), len(y)))
+                         "Found %s input samples and %s target samples."
+                         % (", ".join(str(len(a)) for a in x), ", ".join(str(len(a)) for a in y)))
     return c, x, y
 
 
-def _feed(c, x, y, index, training):
-    feed = {p: a[index] for p, a in zip(c.inputs, x)}
+def _feed(c, x, y, training):
+    feed = dict(zip(c.inputs, x))
     if y is not None:
-        feed[c.target] = y[index]
+        feed.update((o.target, a) for o, a in zip(c.outputs, y))
     phase = backend._state_of(c.graph).get("phase")
     if phase is not None and not isinstance(phase, int):
         feed[phase] = training
@@ -236,114 +351,330 @@ def _session(c):
         return backend.get_session()
 
 
-def _run_batches(c, fetches, x, y, batch_size, training, order=None):
-    """Run ``fetches`` on each batch; the batch-size-weighted means of the results."""
-    n = len(x[0])
-    order = np.arange(n) if order is None else order
-    session = _session(c)
-    totals = np.zeros(len(c.values))
-    for start in range(0, n, batch_size):
-        index = order[start:start + batch_size]
-        values = session.run(fetches, feed_dict=_feed(c, x, y, index, training))
-        totals += np.array(values[-len(c.values):], dtype=np.float64) * len(index)
-    return [float(v) for v in totals / max(n, 1)]
-
-
 def _result(values):
     return values[0] if len(values) == 1 else values
+
+
+# --- the loop: batches in, callbacks and means out -------------------------------------------
+
+class _Means:
+    """The values of an epoch (or evaluation) as TF1's Keras aggregates them: the loss is the
+    mean over batches weighted by batch size (unweighted per step for ``evaluate_generator``
+    and a validation generator); metrics are
+    running means weighted by batch size and per-output losses running means over batches
+    (Keras's stateful metrics), reported as they stand after each batch."""
+
+    def __init__(self, kinds, by_steps):
+        self.kinds, self.by_steps = kinds, by_steps
+        self.totals, self.seen, self.steps = np.zeros(len(kinds)), 0, 0
+
+    def add(self, values, size):
+        """Take in a batch's values; its logs' values (the loss of the batch, running means;
+        a stateful metric's value is its own running result)."""
+        values = np.array(values, dtype=np.float64)
+        kinds = np.array(self.kinds)
+        weight = np.array([1.0 if k == "output_loss" or (k == "loss" and self.by_steps) else size
+                           for k in self.kinds])
+        self.totals = np.where(kinds == "stateful", values, self.totals + values * weight)
+        self.seen, self.steps = self.seen + size, self.steps + 1
+        return [float(v) for v in np.where(kinds == "loss", values, self._means())]
+
+    def _means(self):
+        return np.where(np.array(self.kinds) == "stateful", self.totals,
+                        self.totals / np.maximum(self._counts(), 1))
+
+    def _counts(self):
+        return np.array([self.steps if k == "output_loss" or (k == "loss" and self.by_steps)
+                         else self.seen for k in self.kinds], dtype=np.float64)
+
+    def result(self):
+        return [float(v) for v in self._means()]
+
+
+def _array_batches(x, y, batch_size, order=None):
+    """(inputs, targets) of each batch of the arrays, in ``order`` (or as they are)."""
+    n = len(x[0])
+    for start in range(0, n, batch_size):
+        index = slice(start, start + batch_size) if order is None else \
+            order[start:start + batch_size]
+        yield [a[index] for a in x], None if y is None else [a[index] for a in y]
+
+
+def _run(model, c, batches, mode, callbacks, by_steps=False):
+    """Run each batch (``mode``: "train", "test" or "predict") with the callbacks' batch hooks;
+    the aggregated values (for predict: the outputs, concatenated)."""
+    session = _session(c)
+    training = mode == "train"
+    fetches = ([c.train_op] if training else []) + (
+        [o.tensor for o in c.outputs] if mode == "predict" else c.values)
+    means, outputs = _Means(c.kinds, by_steps), []
+    if mode != "predict":
+        for metric in c.stateful:   # each epoch and evaluation starts them afresh (TF 1.15)
+            metric.reset_states()
+    for i, (x, y) in enumerate(batches):
+        size = len(x[0])
+        logs = {"batch": i, "size": size}
+        getattr(callbacks, "on_%s_batch_begin" % mode)(i, logs)
+        results = session.run(fetches, feed_dict=_feed(c, x, y, training))
+        if mode == "predict":
+            outputs.append(results)
+            logs["outputs"] = results
+        else:
+            logs.update(zip(c.names, means.add(results[-len(c.values):], size)))
+        getattr(callbacks, "on_%s_batch_end" % mode)(i, logs)
+        if training and model.stop_training:
+            break
+    if mode == "predict":
+        if not outputs:
+            return [np.zeros((0, *o.tensor.get_shape().as_list()[1:])) for o in c.outputs]
+        return [np.concatenate(parts) for parts in zip(*outputs)]
+    return means.result()
+
+
+def _callbacks(model, callbacks, params, fit=False):
+    from zps.keras import callbacks as cbks
+    callbacks = list(callbacks or [])
+    if fit:
+        model.history = cbks.History()
+        callbacks.append(model.history)
+        if params.get("verbose"):
+            callbacks.append(cbks.ProgbarLogger("steps" if params.get("samples") is None
+                                                else "samples"))
+    callback_list = cbks.CallbackList(callbacks)
+    callback_list.set_model(model)
+    callback_list.set_params(params)
+    return callback_list
+
+
+def _fit_loop(model, c, train_batches, epochs, initial_epoch, params, callbacks, validation,
+              validation_freq, validation_by_steps):
+    """Keras's epoch loop: ``train_batches(epoch)`` gives an epoch's batches, ``validation()``
+    (or None) the validation batches (from a generator: ``validation_by_steps``)."""
+    params = dict(params, epochs=epochs, do_validation=validation is not None,
+                  metrics=c.names + (["val_" + n for n in c.names] if validation else []))
+    callbacks = _callbacks(model, callbacks, params, fit=True)
+    model.stop_training = False
+    callbacks.on_train_begin()
+    for epoch in range(initial_epoch, epochs):
+        callbacks.on_epoch_begin(epoch)
+        logs = dict(zip(c.names, _run(model, c, train_batches(epoch), "train", callbacks)))
+        if validation is not None and not model.stop_training and \
+                (epoch + 1) % validation_freq == 0:
+            callbacks.on_test_begin()
+            val = _run(model, c, validation(), "test", callbacks, validation_by_steps)
+            callbacks.on_test_end()
+            logs.update(("val_" + name, v) for name, v in zip(c.names, val))
+        callbacks.on_epoch_end(epoch, logs)
+        if model.stop_training:
+            break
+    callbacks.on_train_end()
+    return model.history
+
+
+def _refuse(what, **given):
+    for name, value in given.items():
+        if value is not None:
+            raise NotImplementedError("zps's Model.%s does not support `%s`" % (what, name))
 
 
 def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None,
         validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
         sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
-        **kwargs):
-    """Train on numpy arrays ``x``, ``y`` for ``epochs - initial_epoch`` epochs of batches of
-    ``batch_size`` (32), shuffled each epoch unless ``shuffle=False``; ``validation_data``
-    ``(x_val, y_val)`` (or the last ``validation_split`` of the data) is evaluated after each
-    epoch. Returns a ``History``: ``history.history["loss"]``, metrics, ``val_*``."""
-    for name, value in (("callbacks", callbacks), ("class_weight", class_weight),
-                        ("sample_weight", sample_weight), ("steps_per_epoch", steps_per_epoch),
-                        ("validation_steps", validation_steps), *kwargs.items()):
-        if value is not None:
-            raise NotImplementedError("zps's Model.fit does not support `%s`" % name)
+        validation_freq=1, **kwargs):
+    """Train on numpy arrays ``x``, ``y`` (arrays, lists or dicts by input / output name) for
+    ``epochs - initial_epoch`` epochs of batches of ``batch_size`` (32), shuffled each epoch
+    unless ``shuffle=False``; ``validation_data`` ``(x_val, y_val)`` (or the last
+    ``validation_split`` of the data) is evaluated after every ``validation_freq`` epochs.
+    ``callbacks`` are called as zps/keras/callbacks.py says. Returns ``model.history``, a
+    ``History``: ``history.history["loss"]``, metrics, ``val_*``."""
+    _refuse("fit", class_weight=class_weight, sample_weight=sample_weight,
+            steps_per_epoch=steps_per_epoch, validation_steps=validation_steps, **kwargs)
     if shuffle not in (True, False):
         raise NotImplementedError("zps's Model.fit takes shuffle=True or False, not %r"
                                   % (shuffle,))
     if y is None:
-        raise ValueError("Model.fit needs targets `y` (numpy arrays)")
+        raise ValueError("Model.fit needs targets `y` (numpy arrays); for a generator or a "
+                         "tf.keras.utils.Sequence, call fit_generator")
     c, x, y = _standardize(model, x, y, "training")
     batch_size = batch_size or 32
     if validation_split and validation_data is None:
-        split = int(len(y) * (1.0 - validation_split))
-        validation_data = ([a[split:] for a in x], y[split:])
-        x, y = [a[:split] for a in x], y[:split]
+        split = int(len(y[0]) * (1.0 - validation_split))
+        validation_data = ([a[split:] for a in x], [a[split:] for a in y])
+        x, y = [a[:split] for a in x], [a[:split] for a in y]
+    validation = None
     if validation_data is not None:
         if len(validation_data) != 2:
             raise NotImplementedError("zps's Model.fit takes validation_data as (x_val, y_val)")
         _, x_val, y_val = _standardize(model, *validation_data, "validation")
-    history = History(model, {"batch_size": batch_size, "epochs": epochs,
-                              "samples": len(y), "verbose": verbose})
-    for epoch in range(initial_epoch, epochs):
-        order = np.random.permutation(len(y)) if shuffle else None
-        values = _run_batches(c, [c.train_op] + c.values, x, y, batch_size, True, order)
-        logs = dict(zip(c.names, values))
-        if validation_data is not None:
-            val = _run_batches(c, c.values, x_val, y_val, batch_size, False)
-            logs.update(("val_" + name, v) for name, v in zip(c.names, val))
-        history.record(epoch, logs)
-        if verbose:
-            print("Epoch %d/%d" % (epoch + 1, epochs))
-            print("%d/%d - " % (len(y), len(y)) +
-                  " - ".join("%s: %.4f" % item for item in logs.items()))
-    return history
+
+        def validation():
+            return _array_batches(x_val, y_val, batch_size)
+
+    def epoch_batches(epoch):
+        order = np.random.permutation(len(y[0])) if shuffle else None
+        return _array_batches(x, y, batch_size, order)
+    params = {"batch_size": batch_size, "samples": len(y[0]), "verbose": verbose,
+              "steps": None}
+    return _fit_loop(model, c, epoch_batches, epochs, initial_epoch, params, callbacks,
+                     validation, validation_freq, validation_by_steps=False)
 
 
 def evaluate(model, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None,
-             **kwargs):
-    """The loss (and metrics, as a list ``[loss, *metrics]``) on ``x``, ``y``: the means over
-    batches weighted by batch size, in the inference phase."""
-    for name, value in (("sample_weight", sample_weight), ("steps", steps), *kwargs.items()):
-        if value is not None:
-            raise NotImplementedError("zps's Model.evaluate does not support `%s`" % name)
+             callbacks=None, **kwargs):
+    """The loss (and metrics, as a list ``[loss, *metrics]``: ``model.metrics_names``) on
+    ``x``, ``y``, in the inference phase, aggregated over batches as ``fit`` does."""
+    _refuse("evaluate", sample_weight=sample_weight, steps=steps, **kwargs)
     c, x, y = _standardize(model, x, y, "evaluating")
-    return _result(_run_batches(c, c.values, x, y, batch_size or 32, False))
+    batch_size = batch_size or 32
+    callbacks = _callbacks(model, callbacks, {"batch_size": batch_size, "samples": len(x[0]),
+                                              "verbose": verbose, "steps": None,
+                                              "metrics": list(c.names)})
+    callbacks.on_test_begin()
+    values = _run(model, c, _array_batches(x, y, batch_size), "test", callbacks)
+    callbacks.on_test_end()
+    return _result(values)
 
 
-def predict(model, x, batch_size=None, verbose=0, steps=None, **kwargs):
-    """The model's output for ``x``, computed in batches (inference phase)."""
-    for name, value in (("steps", steps), *kwargs.items()):
-        if value is not None:
-            raise NotImplementedError("zps's Model.predict does not support `%s`" % name)
+def predict(model, x, batch_size=None, verbose=0, steps=None, callbacks=None, **kwargs):
+    """The model's output for ``x`` (a list of arrays for several outputs), computed in batches
+    in the inference phase."""
+    _refuse("predict", steps=steps, **kwargs)
     c, x, _ = _standardize(model, x, None, "predicting")
-    session, batch_size = _session(c), batch_size or 32
-    parts = [session.run(c.output, feed_dict=_feed(c, x, None, slice(i, i + batch_size), False))
-             for i in range(0, len(x[0]), batch_size)]
-    return np.concatenate(parts) if parts else np.zeros((0, *c.output.get_shape().as_list()[1:]))
+    batch_size = batch_size or 32
+    callbacks = _callbacks(model, callbacks, {"batch_size": batch_size, "samples": len(x[0]),
+                                              "verbose": verbose, "steps": None})
+    callbacks.on_predict_begin()
+    outputs = _run(model, c, _array_batches(x, None, batch_size), "predict", callbacks)
+    callbacks.on_predict_end()
+    return _result(outputs)
 
 
 def train_on_batch(model, x, y, **kwargs):
     """One training step on the whole of ``x``, ``y``: the loss (and metrics) before it."""
-    for name, value in kwargs.items():
-        if value is not None:
-            raise NotImplementedError("zps's Model.train_on_batch does not support `%s`" % name)
+    _refuse("train_on_batch", **kwargs)
     c, x, y = _standardize(model, x, y, "training")
-    return _result(_run_batches(c, [c.train_op] + c.values, x, y, len(y) or 1, True))
+    return _result(_step(c, x, y, "train"))
 
 
 def test_on_batch(model, x, y, **kwargs):
     """The loss (and metrics) on the whole of ``x``, ``y``, in the inference phase."""
-    for name, value in kwargs.items():
-        if value is not None:
-            raise NotImplementedError("zps's Model.test_on_batch does not support `%s`" % name)
+    _refuse("test_on_batch", **kwargs)
     c, x, y = _standardize(model, x, y, "evaluating")
-    return _result(_run_batches(c, c.values, x, y, len(y) or 1, False))
+    return _result(_step(c, x, y, "test"))
 
 
 def predict_on_batch(model, x):
     """The model's output for the whole of ``x`` in one run."""
     c, x, _ = _standardize(model, x, None, "predicting")
-    return _session(c).run(c.output, feed_dict=_feed(c, x, None, slice(None), False))
+    return _result(_step(c, x, None, "predict"))
 
 
-__all__ = ["History", "compile", "evaluate", "fit", "predict", "predict_on_batch",
-           "test_on_batch", "train_on_batch"]
+def _step(c, x, y, mode):
+    fetches = ([c.train_op] if mode == "train" else []) + (
+        [o.tensor for o in c.outputs] if mode == "predict" else c.values)
+    results = _session(c).run(fetches, feed_dict=_feed(c, x, y, mode == "train"))
+    results = results[1:] if mode == "train" else results
+    return results if mode == "predict" else [float(v) for v in results]
+
+
+# --- generators and tf.keras.utils.Sequence --------------------------------------------------
+
+def _generator_batches(model, generator, steps, what, shuffle=False, targets=True):
+    """The (inputs, targets) of ``steps`` items of a generator, or of a Sequence's batches
+    (``steps`` None: all of them; shuffled if ``shuffle``)."""
+    from zps.keras.utils import Sequence
+    if isinstance(generator, Sequence):
+        count = len(generator) if steps is None else min(steps, len(generator))
+        order = np.random.permutation(len(generator))[:count] if shuffle else range(count)
+        items = (generator[int(i)] for i in order)
+    else:
+        if steps is None:
+            raise ValueError("`steps` (steps_per_epoch, validation_steps) is needed with a "
+                             "Python generator: how many batches make an epoch")
+        if not hasattr(generator, "__next__"):
+            generator = iter(generator)
+        items = (next(generator) for _ in range(steps))
+    for item in items:
+        if not isinstance(item, tuple):
+            item = (item,)
+        if len(item) not in (1, 2) or (targets and len(item) != 2):
+            raise ValueError("Output of generator should be a tuple (x, y)%s; got %r items (zps "
+                             "does not take sample weights)"
+                             % ("" if targets else " or x", len(item)))
+        x, y = item[0], item[1] if targets else None
+        _, x, y = _standardize(model, x, y, what)
+        yield x, y
+
+
+def fit_generator(model, generator, steps_per_epoch=None, epochs=1, verbose=1, callbacks=None,
+                  validation_data=None, validation_steps=None, validation_freq=1,
+                  class_weight=None, max_queue_size=10, workers=1, use_multiprocessing=False,
+                  shuffle=True, initial_epoch=0):
+    """Train on the ``(x, y)`` batches of a Python generator (``steps_per_epoch`` of them an
+    epoch) or of a ``tf.keras.utils.Sequence`` (all of them, in a shuffled order unless
+    ``shuffle=False``; ``on_epoch_end`` after each epoch); ``validation_data``: arrays
+    ``(x, y)`` (in batches of 32), a generator (``validation_steps``) or a Sequence. The
+    batches are read in this thread (``workers`` and the queue are not used). The values are
+    aggregated as ``fit``'s; those of a validation generator as ``evaluate_generator``'s."""
+    from zps.keras.utils import Sequence
+    _refuse("fit_generator", class_weight=class_weight)
+    c = _compiled(model, "training")
+    if steps_per_epoch is None and not isinstance(generator, Sequence):
+        raise ValueError("`steps_per_epoch=None` is only valid for a generator based on the "
+                         "`tf.keras.utils.Sequence` class. Please specify `steps_per_epoch` or "
+                         "use the `tf.keras.utils.Sequence` class.")
+
+    def epoch_batches(epoch):
+        yield from _generator_batches(model, generator, steps_per_epoch, "training",
+                                      shuffle=shuffle)
+        if isinstance(generator, Sequence):
+            generator.on_epoch_end()
+    validation, arrays = None, False
+    if validation_data is not None:
+        arrays = isinstance(validation_data, tuple) and len(validation_data) == 2 and \
+            not isinstance(validation_data[0], Sequence)
+        if arrays:
+            _, x_val, y_val = _standardize(model, *validation_data, "validation")
+
+            def validation():
+                return _array_batches(x_val, y_val, 32)
+        else:
+            def validation():
+                return _generator_batches(model, validation_data, validation_steps,
+                                          "validation")
+    steps = steps_per_epoch if steps_per_epoch is not None else len(generator)
+    params = {"steps": steps, "samples": None, "verbose": verbose, "batch_size": None}
+    return _fit_loop(model, c, epoch_batches, epochs, initial_epoch, params, callbacks,
+                     validation, validation_freq, validation_by_steps=not arrays)
+
+
+def evaluate_generator(model, generator, steps=None, callbacks=None, max_queue_size=10,
+                       workers=1, use_multiprocessing=False, verbose=0):
+    """``evaluate`` over the ``(x, y)`` batches of a generator (``steps`` of them) or of a
+    Sequence; the loss is the mean over steps, metrics weighted by batch size (as TF 1.15)."""
+    c = _compiled(model, "evaluating")
+    callbacks = _callbacks(model, callbacks, {"steps": steps, "samples": None,
+                                              "verbose": verbose, "metrics": list(c.names)})
+    callbacks.on_test_begin()
+    values = _run(model, c, _generator_batches(model, generator, steps, "evaluating"), "test",
+                  callbacks, by_steps=True)
+    callbacks.on_test_end()
+    return _result(values)
+
+
+def predict_generator(model, generator, steps=None, callbacks=None, max_queue_size=10,
+                      workers=1, use_multiprocessing=False, verbose=0):
+    """``predict`` over the batches (``x`` or ``(x, y)``) of a generator or of a Sequence."""
+    c = _compiled(model, "predicting")
+    callbacks = _callbacks(model, callbacks, {"steps": steps, "samples": None,
+                                              "verbose": verbose})
+    callbacks.on_predict_begin()
+    outputs = _run(model, c, _generator_batches(model, generator, steps, "predicting",
+                                                targets=False), "predict", callbacks)
+    callbacks.on_predict_end()
+    return _result(outputs)
+
+
+__all__ = ["compile", "evaluate", "evaluate_generator", "fit", "fit_generator", "input_names",
+           "output_names", "predict", "predict_generator", "predict_on_batch", "test_on_batch",
+           "train_on_batch"]

@@ -35,7 +35,7 @@ register_op("Invert", shape=same_shape, kernel=lambda ctx, x: ctx.xp.invert(x), 
 def _check_integer(op_type, t):
     if not t.dtype.is_integer:
         raise TypeError("Value passed to parameter 'x' of %s has DataType %s not in list of "
-                        "allowed values: int8, int16, int32, int64, uint8 (%s)"
+                        "allowed values: int8, int16, int32, int64, uint8, uint16, uint32, uint64 (%s)"
                         % (op_type, t.dtype.name, t.name))
 
 
@@ -72,7 +72,8 @@ def right_shift(x, y, name=None):
 
 
 def invert(x, name=None):
-    """``~x`` elementwise: every bit flipped (``invert(0)`` is -1 in int32, 255 in uint8)."""
+    """``~x`` elementwise: every bit flipped (``invert(0)`` is -1 in int32, 255 in uint8,
+    65535 in uint16)."""
     x = convert_to_tensor(x)
     _check_integer("Invert", x)
     return make_op("Invert", [x], name=name or "Invert")

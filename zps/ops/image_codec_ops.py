@@ -5,7 +5,9 @@ zlib and numpy, BMP decoded, JPEG and GIF through Pillow when it is installed
 PNG: bit depths 1, 2, 4, 8 and 16; gray, gray + alpha, RGB, RGBA and palette images (a palette
 with transparency decodes to RGBA); all five row filters. Interlaced (Adam7) files are refused
 with an error. ``encode_png`` writes filter 0 rows, so its bytes differ from TF's (libpng picks
-filters adaptively); what decodes from them is the same.
+filters adaptively); what decodes from them is the same. uint16 images are 16-bit PNGs (samples
+big-endian); ``decode_png(..., dtype=tf.uint16)`` scales 8-bit files by 257 and RGB is weighed
+to gray as libpng does (TF's numbers, exactly).
 
 >>> import numpy as np, zps as tf
 >>> with tf.Graph().as_default():
@@ -25,14 +27,13 @@ from zps.framework import errors
 from zps.framework.graph import convert_to_tensor, get_default_graph
 from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape, unknown_shape
-from zps.ops import math_ops, string_ops
+from zps.ops import control_flow_ops, math_ops, string_ops
 from zps.ops.image_ops import convert_image_dtype
 from zps.ops.op_util import make_op
 from zps.ops.string_ops import _string_tensor, _strings
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# zps has no uint16 dtype yet: 16-bit PNGs decode to their high bytes as uint8 (TF's dtype=uint8).
-_PIXEL_TYPES = tuple(t for t in (_dtypes.uint8, getattr(_dtypes, "uint16", None)) if t)
+_PIXEL_TYPES = (_dtypes.uint8, _dtypes.uint16)
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}   # color type -> samples per pixel in the file
 
 
@@ -165,7 +166,7 @@ def _decode_png_array(data, op_name):
 
 def _to_channels(pixels, channels, op_name):
     """``pixels`` [h, w, c] with ``channels`` (0: as they are) samples: gray is repeated to RGB,
-    RGB weighed to gray (ITU-R 601), an opaque alpha added or the alpha dropped."""
+    RGB weighed to gray (ITU-R 601, as libpng), an opaque alpha added or the alpha dropped."""
     have = pixels.shape[-1]
     if channels in (0, have):
         return pixels
@@ -177,8 +178,12 @@ def _to_channels(pixels, channels, op_name):
                                                              pixels.dtype)
     if channels == 1:
         if color.shape[-1] == 3:
-            gray = color.astype(np.float64) @ np.array([0.299, 0.587, 0.114])
-            color = np.rint(gray)[..., None].astype(pixels.dtype)
+            # libpng's rgb_to_gray with TF's weights 0.299, 0.587 (in 32768ths: 9797, 19234 and
+            # the rest, 3737): 8-bit samples truncated, 16-bit ones rounded.
+            gray = color.astype(np.int64) @ np.array([9797, 19234, 3737], np.int64)
+            if pixels.dtype == np.uint16:
+                gray += 16384
+            color = (gray >> 15)[..., None].astype(pixels.dtype)
         return color
     if color.shape[-1] == 1:
         color = np.repeat(color, 3, -1)
@@ -435,14 +440,24 @@ def decode_image(contents, channels=None, dtype=_dtypes.uint8, name=None,
                  expand_animations=True):
     """The image of ``contents`` (PNG, BMP, JPEG or GIF, told by its first bytes) as
     [height, width, channels] (a GIF: [frames, height, width, 3] with ``expand_animations``),
-    converted to ``dtype`` by ``convert_image_dtype``. JPEG and GIF need Pillow."""
+    converted to ``dtype`` by ``convert_image_dtype``: for any ``dtype`` but uint8 a PNG is
+    decoded as uint16 first (16-bit files keep their precision), as TF1. JPEG and GIF need
+    Pillow."""
     with get_default_graph().name_scope(name or "decode_image"):
-        decoded = make_op("DecodeImage", [_contents(contents)], name="DecodeImage",
-                          channels=_channels(channels), expand_animations=bool(expand_animations))
+        contents, channels = _contents(contents), _channels(channels)
         dtype = _dtypes.as_dtype(dtype)
+
+        def other_formats():
+            decoded = make_op("DecodeImage", [contents], name="DecodeImage", channels=channels,
+                              expand_animations=bool(expand_animations))
+            return decoded if dtype == _dtypes.uint8 else convert_image_dtype(decoded, dtype)
         if dtype == _dtypes.uint8:
-            return decoded
-        return convert_image_dtype(decoded, dtype)
+            return other_formats()
+        is_png = math_ops.equal(string_ops.substr(contents, 0, len(_PNG_SIGNATURE)),
+                                _PNG_SIGNATURE)
+        return control_flow_ops.cond(
+            is_png, lambda: convert_image_dtype(decode_png(contents, channels, _dtypes.uint16),
+                                                dtype), other_formats)
 
 
 def is_jpeg(contents, name=None):

@@ -25,7 +25,6 @@ from zps.framework.registry import register_op
 from zps.framework.tensor_shape import TensorShape
 from zps.ops import (
     array_ops,
-    clip_ops,
     control_flow_ops,
     image_resize_ops,
     logging_ops,
@@ -466,16 +465,6 @@ def rot90(image, k=1, name=None):
 
 
 # -- pixel values ----------------------------------------------------------------------------------
-def _saturate_cast(value, dtype):
-    """``value`` cast to ``dtype``, clamped first to the range both types can hold."""
-    low = max(value.dtype.min, dtype.min)
-    high = min(value.dtype.max, dtype.max)
-    if low > value.dtype.min or high < value.dtype.max:
-        value = clip_ops.clip_by_value(value, np.array(low, value.dtype.as_numpy_dtype),
-                                       np.array(high, value.dtype.as_numpy_dtype))
-    return math_ops.cast(value, dtype)
-
-
 def convert_image_dtype(image, dtype, saturate=False, name=None):
     """``image`` in ``dtype``, rescaled: floats are in [0, 1), integers in [0, dtype.max].
 
@@ -492,7 +481,7 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
                              % dtype.name)
     if dtype == image.dtype:
         return array_ops.identity(image, name=name)
-    cast = _saturate_cast if saturate else math_ops.cast
+    cast = math_ops.saturate_cast if saturate else math_ops.cast
     with get_default_graph().name_scope(name or "convert_image"):
         source = image.dtype
         if source.is_integer and dtype.is_integer:

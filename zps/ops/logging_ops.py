@@ -36,7 +36,8 @@ from zps.ops import array_ops, control_flow_ops, math_ops
 from zps.ops.op_util import make_op, same_shape
 
 _NUMERIC = (_dtypes.float16, _dtypes.float32, _dtypes.float64, _dtypes.int8, _dtypes.int16,
-            _dtypes.int32, _dtypes.int64, _dtypes.uint8)
+            _dtypes.int32, _dtypes.int64, _dtypes.uint8, _dtypes.uint16, _dtypes.uint32,
+            _dtypes.uint64, _dtypes.complex64, _dtypes.complex128)
 _FLOATS = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
 
 

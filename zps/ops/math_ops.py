@@ -71,9 +71,25 @@ def _check_real(op_type, t, arg="x"):
                                                                        t.name))
 
 
+# TF1's kernels of these ops have no unsigned (nor some narrow) integer types: their op defs list
+# what they take, and anything else is refused when the op is built.
+_SIGNED = "float16, float32, float64, int8, int16, int32, int64"
+_ALLOWED_TYPES = {
+    "Neg": _SIGNED + ", " + _COMPLEX, "Sign": _SIGNED + ", " + _COMPLEX,
+    "Reciprocal": _SIGNED + ", " + _COMPLEX, "Pow": _SIGNED + ", " + _COMPLEX, "Abs": _SIGNED,
+    "SquaredDifference": "float16, float32, float64, int32, int64, " + _COMPLEX,
+    "TruncateMod": "int32, int64, float16, float32, float64",
+}
+
+
 def _check_numeric(op_type, t, arg="x"):
     dtype = t.dtype.base_dtype
     _check_real(op_type, t, arg)
+    allowed = _ALLOWED_TYPES.get(op_type)
+    if allowed is not None and dtype.name not in allowed.split(", "):
+        raise TypeError("Value passed to parameter '%s' of %s has DataType %s not in list of "
+                        "allowed values: %s (%s). Cast it first, e.g. tf.cast(%s, tf.int64)."
+                        % (arg, op_type, dtype.name, allowed, t.name, arg))
     if (dtype.is_bool and op_type not in _BOOL_OK) or (
             dtype == _dtypes.string and op_type not in _STRING_OK):
         raise TypeError("Value passed to parameter '%s' of %s has DataType %s not in list of "
@@ -313,12 +329,14 @@ def realdiv(x, y, name=None):
 # TF1's __truediv__: integers are divided in this float type (None: already floating).
 _TRUEDIV_TABLE = {
     _dtypes.uint8: _dtypes.float32, _dtypes.int8: _dtypes.float32, _dtypes.int16: _dtypes.float32,
-    _dtypes.int32: _dtypes.float64, _dtypes.int64: _dtypes.float64,
+    _dtypes.uint16: _dtypes.float32, _dtypes.int32: _dtypes.float64, _dtypes.int64: _dtypes.float64,
+    _dtypes.uint32: _dtypes.float64, _dtypes.uint64: _dtypes.float64,
 }
 
 
 def truediv(x, y, name=None):
-    """``x / y`` as floats: int8/int16/uint8 are cast to float32, int32/int64 to float64 (TF1).
+    """``x / y`` as floats: (u)int8/(u)int16 are cast to float32, (u)int32/(u)int64 to float64
+    (TF1).
 
     Example: ``tf.truediv(tf.constant(7), tf.constant(2))`` evaluates to ``3.5 (float64)``.
     """
@@ -1093,6 +1111,15 @@ def _mean_kernel(ctx, x, axis, keepdims):
     if x.size == 0 and x.dtype.kind != "f":
         # TF1's integer mean over nothing is 0 (numpy's is nan, cast to the dtype's minimum).
         return ctx.xp.asarray(x.sum(axis=axis, keepdims=keepdims, dtype=x.dtype))
+    if x.dtype.kind in "iu":
+        # TF's integer mean: a sum in 64 bits (wrapping, as C++), divided toward zero; numpy's
+        # float64 mean would round the sums of large int64/uint64 values.
+        total = x.sum(axis=axis, keepdims=keepdims, dtype="u8" if x.dtype.kind == "u" else "i8")
+        n = total.dtype.type(x.size // total.size)
+        quotient = total // n
+        if x.dtype.kind == "i":
+            quotient += (quotient < 0) & (quotient * n != total)
+        return ctx.xp.asarray(quotient, dtype=x.dtype)
     return ctx.xp.asarray(x.mean(axis=axis, keepdims=keepdims), dtype=x.dtype)
 
 

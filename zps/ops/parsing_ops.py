@@ -850,7 +850,8 @@ def parse_sequence_example(serialized, context_features=None, sequence_features=
 
 # -- DecodeRaw -------------------------------------------------------------------------------------
 _RAW_TYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64, _dtypes.int32, _dtypes.uint8,
-              _dtypes.int16, _dtypes.int8, _dtypes.int64, _dtypes.bool)
+              _dtypes.int16, _dtypes.int8, _dtypes.int64, _dtypes.bool, _dtypes.uint16,
+              _dtypes.complex64, _dtypes.complex128)
 
 
 def _decode_raw_kernel(ctx, data, out_type, little_endian):

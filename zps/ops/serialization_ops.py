@@ -35,7 +35,8 @@ __all__ = ["parse_tensor", "serialize_tensor"]
 _VAL_FIELDS = {"float16": "half_val", "float32": "float_val", "float64": "double_val",
                "int8": "int_val", "int16": "int_val", "int32": "int_val", "uint8": "int_val",
                "int64": "int64_val", "bool": "bool_val", "string": "string_val",
-               "complex64": "scomplex_val", "complex128": "dcomplex_val"}
+               "complex64": "scomplex_val", "complex128": "dcomplex_val", "uint16": "int_val",
+               "uint32": "uint32_val", "uint64": "uint64_val"}
 _BY_ENUM = {d.as_datatype_enum: d for d in _dtypes.ALL}
 
 

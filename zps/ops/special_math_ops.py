@@ -793,7 +793,7 @@ def _monotonic(what, x, compare, name):
         raise TypeError("Expected x to be numeric, instead found: %s (%s)" % (x.dtype.name, x.name))
     with x.graph.name_scope(name or what) as scope:
         flat = array_ops.reshape(x, [-1])
-        diff = flat[1:] - flat[:-1] if x.dtype != _dtypes.uint8 else None
+        diff = flat[1:] - flat[:-1] if not x.dtype.is_unsigned else None
         if diff is None:   # unsigned differences wrap around: compare the elements instead
             return math_ops.reduce_all(compare(flat[1:], flat[:-1]), name=scope)
         return math_ops.reduce_all(compare(diff, array_ops.zeros_like(diff)), name=scope)
