@@ -5,20 +5,4 @@
 True
 """
 
-from zps.ops.spectral_ops import (
-    fft,
-    fft2d,
-    fft3d,
-    ifft,
-    ifft2d,
-    ifft3d,
-    irfft,
-    irfft2d,
-    irfft3d,
-    rfft,
-    rfft2d,
-    rfft3d,
-)
-
-__all__ = ["fft", "fft2d", "fft3d", "ifft", "ifft2d", "ifft3d", "irfft", "irfft2d", "irfft3d",
-           "rfft", "rfft2d", "rfft3d"]
+from zps.ops.spectral_ops import *  # noqa: F403

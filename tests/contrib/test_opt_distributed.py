@@ -610,3 +610,15 @@ def test_agn_getter_places_variables():
         assert getter._global_map[v].device == "/job:ps/task:0"
         assert getter._global_map[w].device == "/job:ps/task:1"
         assert getter._grad_map[w].op.name == "grad_variable/w"
+
+
+def test_elastic_average_default_rho_needs_a_plain_learning_rate():
+    # TF1 divides by opt._learning_rate, which Adam lacks (an AttributeError there): say what to do.
+    with tf.Graph().as_default():
+        getter = tf.contrib.opt.ElasticAverageCustomGetter("/job:worker/task:0")
+        with pytest.raises(ValueError, match="AdamOptimizer has no plain number for one: pass rho"):
+            tf.contrib.opt.ElasticAverageOptimizer(tf.train.AdamOptimizer(0.1), num_worker=1,
+                                                   ea_custom_getter=getter)
+        opt = tf.contrib.opt.ElasticAverageOptimizer(tf.train.AdamOptimizer(0.1), num_worker=1,
+                                                     ea_custom_getter=getter, rho=0.5)
+        assert opt._rho == 0.5

@@ -303,3 +303,21 @@ def test_wrapped_recurrent_and_depthwise_layers_save_and_load(tmp_path):
         loaded = tf.keras.models.load_model(str(tmp_path / "dw"))
         assert loaded.layers[0].depth_multiplier == 2
         np.testing.assert_array_equal(loaded.predict(images), before)
+
+
+def test_the_training_config_keeps_sample_weight_mode_and_weighted_metrics(tmp_path):
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3) / 24
+    y = np.ones((2, 4, 1), np.float32)
+    weights = np.array([[1.0, 1.0, 0.0, 0.5], [1.0, 0.0, 0.0, 1.0]], np.float32)
+    with tf.Graph().as_default():
+        model = tf.keras.Sequential([tf.keras.layers.TimeDistributed(
+            tf.keras.layers.Dense(1), input_shape=(4, 3))])
+        model.compile("sgd", "mse", sample_weight_mode="temporal", weighted_metrics=["mae"])
+        before = model.evaluate(x, y, sample_weight=weights, verbose=0)
+        names = model.metrics_names
+        model.save(str(tmp_path / "m"))
+    with tf.Graph().as_default():
+        loaded = tf.keras.models.load_model(str(tmp_path / "m"))
+        assert loaded.metrics_names == names == ["loss", "weighted_mean_absolute_error"]
+        np.testing.assert_allclose(loaded.evaluate(x, y, sample_weight=weights, verbose=0),
+                                   before, rtol=1e-6)

@@ -44,7 +44,7 @@ from zps.estimator.run_config import RunConfig, TaskType
 from zps.estimator.util import fn_args
 from zps.framework import errors
 from zps.framework.dtypes import int64
-from zps.framework.graph import Graph, GraphKeys
+from zps.framework.graph import Graph, GraphKeys, get_default_graph
 from zps.ops import control_flow_ops, metrics_impl, random_ops, state_ops, summary_ops, variables
 from zps.saved_model import builder as saved_model_builder
 from zps.saved_model import tag_constants
@@ -134,7 +134,14 @@ class Estimator:
     model_dir = property(lambda self: self._model_dir)
     config = property(lambda self: copy.deepcopy(self._config))
     params = property(lambda self: copy.deepcopy(self._params))
-    model_fn = property(lambda self: self._model_fn)
+
+    @property
+    def model_fn(self):
+        """TF1's: the ``model_fn`` as ``fn(features, labels, mode, config)`` returning its
+        EstimatorSpec (called with this Estimator's params)."""
+        def public_model_fn(features, labels, mode, config):
+            return self._call_model_fn(features, labels, mode, config)
+        return public_model_fn
 
     # -- checkpoints ------------------------------------------------------------------------------
     def latest_checkpoint(self):
@@ -352,54 +359,74 @@ class Estimator:
         batches) with the latest checkpoint (or ``checkpoint_path``); returns a dict of the
         metrics plus ``loss`` (the mean of the batch losses) and ``global_step``."""
         hooks = _check_hooks_type(hooks)
-        if steps is not None:
-            if steps <= 0:
-                raise ValueError("Must specify steps > 0, given: %r" % (steps,))
-            hooks.append(_StopAfterNEvalsHook(steps))
+        hooks.extend(self._convert_eval_steps_to_hooks(steps))
         if not checkpoint_path:
             checkpoint_path = self.latest_checkpoint()
             if not checkpoint_path:
                 _logger.info("Could not find trained model in model_dir: %s, running "
                              "initialization to evaluate.", self._model_dir)
-        with Graph().as_default() as g:
-            self._new_graph_setup(g)
-            features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
-            spec = self._call_model_fn(features, labels, ModeKeys.EVAL)
-            if not checkpoint_path and self._warm_start_settings:
-                self._warm_start_settings.warm_start(g)
-            if model_fn_lib.LOSS_METRIC_KEY in spec.eval_metric_ops:
-                raise ValueError("Metric with name \"%s\" is not allowed, because Estimator "
-                                 "already defines a default metric with the same name."
-                                 % model_fn_lib.LOSS_METRIC_KEY)
-            metric_ops = dict(spec.eval_metric_ops)
-            metric_ops[model_fn_lib.LOSS_METRIC_KEY] = metrics_impl.mean(spec.loss)
-            final_ops = {key: value for key, (value, _) in metric_ops.items()}
-            final_ops[GraphKeys.GLOBAL_STEP] = training_util.get_global_step(g)
-            eval_step = variables.Variable(0, dtype=int64, trainable=False, name=_EVAL_STEP_KEY,
-                                           collections=[GraphKeys.LOCAL_VARIABLES])
-            update = control_flow_ops.group(*[op for _, op in metric_ops.values()])
-            with g.control_dependencies([update]):
-                evals_completed = state_ops.assign_add(eval_step, 1)
-            for hook in hooks:
-                if isinstance(hook, _StopAfterNEvalsHook):
-                    hook.evals_completed = evals_completed
-            scaffold = spec.scaffold
-            if scaffold.local_init_op is not None:
-                # The metrics' and eval_step's local variables need initializing too.
-                scaffold = Scaffold(local_init_op=control_flow_ops.group(
-                    scaffold.local_init_op, Scaffold.default_local_init_op()),
-                    copy_from_scaffold=scaffold)
-            final_hook = hooks_lib.FinalOpsHook(final_ops)
-            all_hooks = input_hooks + hooks + list(spec.evaluation_hooks) + [final_hook]
-            _logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
-            with self._session(scaffold, checkpoint_path, all_hooks,
-                               self._config.evaluation_master) as sess:
-                while not sess.should_stop():
-                    sess.run(evals_completed)
+        with Graph().as_default():
+            scaffold, update_op, eval_dict, all_hooks = self._evaluate_build_graph(
+                input_fn, hooks, checkpoint_path)
+            return self._evaluate_run(checkpoint_path, scaffold, update_op, eval_dict,
+                                      all_hooks, self.eval_dir(name))
+
+    @staticmethod
+    def _convert_eval_steps_to_hooks(steps):
+        if steps is None:
+            return []
+        if steps <= 0:
+            raise ValueError("Must specify steps > 0, given: %r" % (steps,))
+        return [_StopAfterNEvalsHook(steps)]
+
+    def _evaluate_build_graph(self, input_fn, hooks, checkpoint_path):
+        """The EVAL graph in the default graph: ``(scaffold, update op, {name: final value
+        tensor}, all hooks)`` (the update op counts the evaluated batches)."""
+        g = get_default_graph()
+        self._new_graph_setup(g)
+        features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
+        spec = self._call_model_fn(features, labels, ModeKeys.EVAL)
+        if not checkpoint_path and self._warm_start_settings:
+            self._warm_start_settings.warm_start(g)
+        if model_fn_lib.LOSS_METRIC_KEY in spec.eval_metric_ops:
+            raise ValueError("Metric with name \"%s\" is not allowed, because Estimator "
+                             "already defines a default metric with the same name."
+                             % model_fn_lib.LOSS_METRIC_KEY)
+        metric_ops = dict(spec.eval_metric_ops)
+        metric_ops[model_fn_lib.LOSS_METRIC_KEY] = metrics_impl.mean(spec.loss)
+        eval_dict = {key: value for key, (value, _) in metric_ops.items()}
+        eval_dict[GraphKeys.GLOBAL_STEP] = training_util.get_global_step(g)
+        eval_step = variables.Variable(0, dtype=int64, trainable=False, name=_EVAL_STEP_KEY,
+                                       collections=[GraphKeys.LOCAL_VARIABLES])
+        update = control_flow_ops.group(*[op for _, op in metric_ops.values()])
+        with g.control_dependencies([update]):
+            evals_completed = state_ops.assign_add(eval_step, 1)
+        for hook in hooks:
+            if isinstance(hook, _StopAfterNEvalsHook):
+                hook.evals_completed = evals_completed
+        scaffold = spec.scaffold
+        if scaffold.local_init_op is not None:
+            # The metrics' and eval_step's local variables need initializing too.
+            scaffold = Scaffold(local_init_op=control_flow_ops.group(
+                scaffold.local_init_op, Scaffold.default_local_init_op()),
+                copy_from_scaffold=scaffold)
+        return scaffold, evals_completed, eval_dict, input_hooks + hooks + list(
+            spec.evaluation_hooks)
+
+    def _evaluate_run(self, checkpoint_path, scaffold, update_op, eval_dict, all_hooks,
+                      output_dir):
+        """Run ``update_op`` until the hooks or the data stop it; write the final values of
+        ``eval_dict`` to ``output_dir``'s event file and return them."""
+        final_hook = hooks_lib.FinalOpsHook(eval_dict)
+        _logger.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        with self._session(scaffold, checkpoint_path, list(all_hooks) + [final_hook],
+                           self._config.evaluation_master) as sess:
+            while not sess.should_stop():
+                sess.run(update_op)
         results = final_hook.final_ops_values
         _logger.info("Saving dict for global step %s: %s", results[GraphKeys.GLOBAL_STEP],
                      ", ".join("%s = %s" % kv for kv in sorted(results.items())))
-        _write_dict_to_summary(self.eval_dir(name), results, results[GraphKeys.GLOBAL_STEP])
+        _write_dict_to_summary(output_dir, results, results[GraphKeys.GLOBAL_STEP])
         return results
 
     # -- predict ----------------------------------------------------------------------------------
@@ -450,7 +477,7 @@ class Estimator:
             scaffold=scaffold, checkpoint_filename_with_path=checkpoint_path, master=master,
             config=self._config.session_config), hooks=hooks)
 
-    def _call_fn_kwargs(self, fn, mode):
+    def _call_fn_kwargs(self, fn, mode, config=None):
         args = fn_args(fn)
         kwargs = {}
         if "mode" in args:
@@ -458,7 +485,7 @@ class Estimator:
         if "params" in args:
             kwargs["params"] = self.params
         if "config" in args:
-            kwargs["config"] = self.config
+            kwargs["config"] = self.config if config is None else config
         return args, kwargs
 
     def _input(self, input_fn, mode):
@@ -480,8 +507,8 @@ class Estimator:
             return result[0], result[1], hooks
         return result, None, hooks
 
-    def _call_model_fn(self, features, labels, mode):
-        args, kwargs = self._call_fn_kwargs(self._model_fn, mode)
+    def _call_model_fn(self, features, labels, mode, config=None):
+        args, kwargs = self._call_fn_kwargs(self._model_fn, mode, config)
         if "labels" in args:
             kwargs["labels"] = labels
         elif labels is not None:

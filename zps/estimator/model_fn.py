@@ -11,6 +11,7 @@
 import collections
 
 from zps.estimator.export import export as export_lib
+from zps.estimator.util import fn_args
 from zps.framework.graph import Operation, Tensor, get_default_graph
 from zps.ops import array_ops
 from zps.ops.variables import Variable
@@ -69,6 +70,22 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
         fields = self._asdict()
         fields.update(kwds)
         return EstimatorSpec(**fields)
+
+
+def call_logit_fn(logit_fn, features, mode, params, config):
+    """``tf.estimator.experimental.call_logit_fn``: ``logit_fn(features, ...)`` with those of
+    ``mode``, ``params`` and ``config`` it takes; its result must be a Tensor or a dict of
+    them."""
+    args = fn_args(logit_fn)
+    kwargs = {name: value for name, value in (("mode", mode), ("params", params),
+                                              ("config", config)) if name in args}
+    logits = logit_fn(features=features, **kwargs)
+    is_dict_of_tensors = isinstance(logits, dict) and all(
+        isinstance(k, str) and isinstance(v, Tensor) for k, v in logits.items())
+    if not (is_dict_of_tensors or isinstance(logits, Tensor)):
+        raise ValueError("logit_fn should return a Tensor or a dictionary mapping strings to "
+                         "Tensors.  logit_fn returned: %s" % (logits,))
+    return logits
 
 
 def _check_in_default_graph(x, name):

@@ -3,6 +3,10 @@ tf.layers' layers (zps/ops/layers_impl.py) with Keras's naming, defaults and str
 (engine.Layer), and the layers tf.layers lacks (embedding, masking, merging, reshaping,
 padding, activations, layer normalization).
 
+Each layer's ``get_config()`` is Keras's (TF 1.15's keys, tuples for sizes, initializers and
+regularizers as ``{"class_name", "config"}``, activations by name): the class's
+``_config_keys`` read from its attributes (engine.Layer.get_config).
+
 Masks (``Masking``, ``Embedding(mask_zero=True)``) pass through the layers that support them
 as TF's Keras (``Dense``, ``Activation``, ``Dropout``, ``BatchNormalization``, merges...) to
 the recurrent layers and ``GlobalAveragePooling1D``; other layers drop them.
@@ -36,11 +40,29 @@ def _channels_last(data_format):
     return "channels_last" if data_format is None else data_format
 
 
+def _floatx(value):
+    """``value`` rounded to a float32 as Keras keeps it (its config gives ``float(value)``)."""
+    return float(np.float32(value))
+
+
+def _glorot_kernels(layer, given):
+    """Give the kernels Keras's default initializer ("glorot_uniform", in their config too)
+    where ``layer`` was made without one (tf.layers' default is None)."""
+    for key in layer._config_keys:
+        if key.endswith("_initializer") and not key.startswith("bias") and key not in given \
+                and getattr(layer, key) is None:
+            setattr(layer, key, converted(key, "glorot_uniform"))
+
+
 class Dense(Layer, layers_impl.Dense):
     """TF's ``tf.keras.layers.Dense``: ``activation(inputs @ kernel + bias)``; variables
     ``<name>/kernel`` [in, units] (Glorot-uniform) and ``<name>/bias`` [units] (zeros)."""
 
     supports_masking = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _glorot_kernels(self, kwargs)
 
 
 class _KerasConv:
@@ -48,6 +70,7 @@ class _KerasConv:
                  *args, **kwargs):
         super().__init__(filters, kernel_size, strides, padding, _channels_last(data_format),
                          *args, **kwargs)
+        _glorot_kernels(self, kwargs)
 
 
 class Conv1D(_KerasConv, Layer, layers_impl.Conv1D):
@@ -70,23 +93,38 @@ class _KerasConvTranspose:
                                       "dilation_rate != 1" % type(self).__name__)
         super().__init__(filters, kernel_size, strides, padding, _channels_last(data_format),
                          **kwargs)
+        _glorot_kernels(self, kwargs)
+        self.output_padding = None
 
 
 class Conv2DTranspose(_KerasConvTranspose, Layer, layers_impl.Conv2DTranspose):
     """TF's ``tf.keras.layers.Conv2DTranspose``: kernel [kh, kw, filters, in]."""
 
+    _config_keys = layers_impl._Conv._config_keys + ("output_padding",)
+
 
 class Conv3DTranspose(_KerasConvTranspose, Layer, layers_impl.Conv3DTranspose):
     """TF's ``tf.keras.layers.Conv3DTranspose``: kernel [kd, kh, kw, filters, in]."""
+
+    _config_keys = layers_impl.Conv3DTranspose._config_keys + ("output_padding",)
+
+
+_SEPARABLE_KEYS = layers_impl._Conv._config_keys + tuple(   # Keras's keep the kernel_* keys
+    key for key in layers_impl._SeparableConv._config_keys
+    if key not in layers_impl._Conv._config_keys)
 
 
 class SeparableConv1D(_KerasConv, Layer, layers_impl.SeparableConv1D):
     """TF's ``tf.keras.layers.SeparableConv1D``: depthwise then pointwise kernels."""
 
+    _config_keys = _SEPARABLE_KEYS
+
 
 class SeparableConv2D(_KerasConv, Layer, layers_impl.SeparableConv2D):
     """TF's ``tf.keras.layers.SeparableConv2D``: ``depthwise_kernel`` [kh, kw, in, multiplier],
     ``pointwise_kernel`` [1, 1, in * multiplier, filters], bias [filters]."""
+
+    _config_keys = _SEPARABLE_KEYS
 
 
 class DepthwiseConv2D(Layer, layers_impl.Conv2D):
@@ -212,6 +250,12 @@ class BatchNormalization(Layer, layers_impl.BatchNormalization):
     def call(self, inputs, training=None):
         return super().call(inputs, training=_training(training))
 
+    def get_config(self):
+        config = super().get_config()
+        if self.built:   # Keras's axis is the list of non-negative axes once built
+            config["axis"] = list(self._axes)
+        return config
+
 
 # --- layers tf.layers lacks ----------------------------------------------------------------------
 
@@ -236,12 +280,17 @@ class Embedding(Layer):
     """TF's ``tf.keras.layers.Embedding``: rows of ``embeddings`` [input_dim, output_dim]
     (uniform in [-0.05, 0.05) by default) looked up by integer inputs; output
     ``input_shape + (output_dim,)``. With ``mask_zero`` the ids 0 are padding: the output's
-    mask is ``inputs != 0`` (``input_dim`` must then count the 0)."""
+    mask is ``inputs != 0`` (``input_dim`` must then count the 0). As Keras's, its input shape
+    is ``(input_length,)`` (``(None,)`` by default): a ``Sequential`` it starts has inputs."""
+
+    _config_keys = ("input_dim", "output_dim", "embeddings_initializer",
+                    "embeddings_regularizer", "activity_regularizer", "embeddings_constraint",
+                    "mask_zero", "input_length")
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
                  embeddings_regularizer=None, activity_regularizer=None,
                  embeddings_constraint=None, mask_zero=False, input_length=None, **kwargs):
-        if input_length is not None and "input_shape" not in kwargs:
+        if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:   # as Keras's
             kwargs["input_shape"] = tuple(input_length) if isinstance(input_length, list |
                                                                        tuple) else (input_length,)
         super().__init__(activity_regularizer=converted("_regularizer", activity_regularizer),
@@ -278,6 +327,7 @@ class Masking(Layer):
     masked (and zeroed) for the layers after it; the mask is [batch, time]."""
 
     supports_masking = True
+    _config_keys = ("mask_value",)
 
     def __init__(self, mask_value=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -294,14 +344,12 @@ class Masking(Layer):
     def compute_output_shape(self, input_shape):
         return as_shape(input_shape)
 
-    def get_config(self):
-        return dict(super().get_config(), mask_value=self.mask_value)
-
 
 class Activation(_Stateless):
     """TF's ``tf.keras.layers.Activation``: ``activation(inputs)``, given by name or callable."""
 
     supports_masking = True
+    _config_keys = ("activation",)
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
@@ -318,10 +366,11 @@ class LeakyReLU(_Stateless):
     """TF's ``tf.keras.layers.LeakyReLU``: ``x`` if ``x > 0`` else ``alpha * x`` (alpha 0.3)."""
 
     supports_masking = True
+    _config_keys = ("alpha",)
 
     def __init__(self, alpha=0.3, **kwargs):
         super().__init__(**kwargs)
-        self.alpha = alpha
+        self.alpha = _floatx(alpha)
 
     def call(self, inputs):
         return nn_ops.leaky_relu(inputs, alpha=self.alpha)
@@ -332,12 +381,14 @@ class ReLU(_Stateless):
     ``negative_slope`` and ``threshold``."""
 
     supports_masking = True
+    _config_keys = ("max_value", "negative_slope", "threshold")
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
         super().__init__(**kwargs)
         if max_value is not None and max_value < 0:
             raise ValueError("max_value of a ReLU layer cannot be negative, got %r" % max_value)
-        self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
+        self.max_value = None if max_value is None else _floatx(max_value)
+        self.negative_slope, self.threshold = _floatx(negative_slope), _floatx(threshold)
 
     def call(self, inputs):
         return activations.relu(inputs, alpha=self.negative_slope, max_value=self.max_value,
@@ -348,6 +399,7 @@ class Softmax(_Stateless):
     """TF's ``tf.keras.layers.Softmax`` along ``axis`` (-1)."""
 
     supports_masking = True
+    _config_keys = ("axis",)
 
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
@@ -359,6 +411,8 @@ class Softmax(_Stateless):
 
 class Reshape(_Stateless):
     """TF's ``tf.keras.layers.Reshape``: each example to ``target_shape`` (one -1 allowed)."""
+
+    _config_keys = ("target_shape",)
 
     def __init__(self, target_shape, **kwargs):
         super().__init__(**kwargs)
@@ -380,6 +434,8 @@ class Reshape(_Stateless):
 class Permute(_Stateless):
     """TF's ``tf.keras.layers.Permute``: the non-batch axes in the order ``dims`` (1-based)."""
 
+    _config_keys = ("dims",)
+
     def __init__(self, dims, **kwargs):
         super().__init__(**kwargs)
         self.dims = tuple(dims)
@@ -395,6 +451,8 @@ class Permute(_Stateless):
 class RepeatVector(_Stateless):
     """TF's ``tf.keras.layers.RepeatVector``: [batch, features] -> [batch, n, features]."""
 
+    _config_keys = ("n",)
+
     def __init__(self, n, **kwargs):
         super().__init__(**kwargs)
         self.n = n
@@ -406,13 +464,19 @@ class RepeatVector(_Stateless):
 
 class Lambda(_Stateless):
     """TF's ``tf.keras.layers.Lambda``: ``function(inputs, **arguments)`` as a layer (weights
-    it makes are not tracked)."""
+    it makes are not tracked). Its config holds the functions themselves: zps serializes
+    no code (``from_config`` works in the same program; models with Lambdas are not saved)."""
+
+    _config_keys = ("function", "mask", "arguments")   # and output_shape (see get_config)
 
     def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
         super().__init__(**kwargs)
         self.function, self.arguments = function, dict(arguments or {})
         self._given_output_shape = output_shape
         self.mask = mask
+
+    def get_config(self):
+        return dict(super().get_config(), output_shape=self._given_output_shape)
 
     def compute_mask(self, inputs, mask=None):
         """``mask(inputs, mask)`` when the layer's ``mask`` is a callable, else it (None)."""
@@ -500,6 +564,8 @@ class Subtract(_Merge):
 class Concatenate(_Merge):
     """TF's ``tf.keras.layers.Concatenate``: the inputs joined along ``axis`` (-1)."""
 
+    _config_keys = ("axis",)
+
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         self.axis = axis
@@ -545,9 +611,12 @@ def _pairs(value, what):
 class ZeroPadding2D(_Stateless):
     """TF's ``tf.keras.layers.ZeroPadding2D``: zero rows and columns around NHWC images."""
 
+    _config_keys = ("padding", "data_format")
+
     def __init__(self, padding=(1, 1), data_format=None, **kwargs):
         super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), "ZeroPadding2D")
+        self.data_format = _channels_last(data_format)
+        layers_impl._nhwc(self.data_format, "ZeroPadding2D")
         self.padding = _pairs(padding, "padding")
         self.input_spec = InputSpec(ndim=4)
 
@@ -559,9 +628,12 @@ class ZeroPadding2D(_Stateless):
 class Cropping2D(_Stateless):
     """TF's ``tf.keras.layers.Cropping2D``: rows and columns cut off NHWC images."""
 
+    _config_keys = ("cropping", "data_format")
+
     def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
         super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), "Cropping2D")
+        self.data_format = _channels_last(data_format)
+        layers_impl._nhwc(self.data_format, "Cropping2D")
         self.cropping = _pairs(cropping, "cropping")
         self.input_spec = InputSpec(ndim=4)
 
@@ -574,13 +646,16 @@ class UpSampling2D(_Stateless):
     """TF's ``tf.keras.layers.UpSampling2D``: each row and column repeated ``size`` times
     (nearest-neighbour)."""
 
+    _config_keys = ("size", "data_format", "interpolation")
+
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), "UpSampling2D")
+        self.data_format = _channels_last(data_format)
+        layers_impl._nhwc(self.data_format, "UpSampling2D")
         if interpolation != "nearest":
             raise NotImplementedError("UpSampling2D: zps implements interpolation='nearest' "
                                       "only, got %r" % (interpolation,))
-        self.size = _ints(size, 2, "size")
+        self.size, self.interpolation = _ints(size, 2, "size"), interpolation
         self.input_spec = InputSpec(ndim=4)
 
     def call(self, inputs):
@@ -590,10 +665,12 @@ class UpSampling2D(_Stateless):
 
 class _GlobalPooling(_Stateless):
     _reduce, _rank = None, None
+    _config_keys = ("data_format",)
 
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
-        layers_impl._nhwc(_channels_last(data_format), type(self).__name__)
+        self.data_format = _channels_last(data_format)
+        layers_impl._nhwc(self.data_format, type(self).__name__)
         self.input_spec = InputSpec(ndim=self._rank + 2)
 
     def call(self, inputs):
@@ -644,34 +721,37 @@ class LayerNormalization(Layer):
     normalized axes' shape."""
 
     supports_masking = True
+    _config_keys = ("axis", "epsilon", "center", "scale", "beta_initializer",
+                    "gamma_initializer", "beta_regularizer", "gamma_regularizer",
+                    "beta_constraint", "gamma_constraint")
 
     def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
                  gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
         super().__init__(**kwargs)
-        self._args = {key: converted(key, value) for key, value in [
-            ("beta_initializer", beta_initializer), ("gamma_initializer", gamma_initializer),
-            ("beta_regularizer", beta_regularizer), ("gamma_regularizer", gamma_regularizer),
-            ("beta_constraint", beta_constraint), ("gamma_constraint", gamma_constraint)]}
-        self.axis = list(axis) if isinstance(axis, list | tuple) else [axis]
+        args = locals()
+        for key in self._config_keys[4:]:
+            setattr(self, key, converted(key, args[key]))
+        self.axis = list(axis) if isinstance(axis, list | tuple) else axis
         self.epsilon, self.center, self.scale = epsilon, center, scale
         self.gamma = self.beta = None
 
     def build(self, input_shape):
         shape = as_shape(input_shape)
         layers_impl._check_floating(self)
-        self._axes = sorted(a % shape.ndims for a in self.axis)
+        axes = self.axis if isinstance(self.axis, list) else [self.axis]
+        self.axis = [a % shape.ndims for a in axes]   # Keras's config once built
+        self._axes = sorted(self.axis)
         param_shape = [shape[a].value for a in self._axes]
-        args = self._args
         if self.scale:
             self.gamma = self.add_weight("gamma", param_shape,
-                                         initializer=args["gamma_initializer"],
-                                         regularizer=args["gamma_regularizer"],
-                                         constraint=args["gamma_constraint"])
+                                         initializer=self.gamma_initializer,
+                                         regularizer=self.gamma_regularizer,
+                                         constraint=self.gamma_constraint)
         if self.center:
-            self.beta = self.add_weight("beta", param_shape, initializer=args["beta_initializer"],
-                                        regularizer=args["beta_regularizer"],
-                                        constraint=args["beta_constraint"])
+            self.beta = self.add_weight("beta", param_shape, initializer=self.beta_initializer,
+                                        regularizer=self.beta_regularizer,
+                                        constraint=self.beta_constraint)
         self.built = True
 
     def call(self, inputs):

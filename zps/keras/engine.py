@@ -3,6 +3,10 @@
 * names are given when a layer is made, from the class name in snake case, made unique per
   graph (``dense``, ``dense_1``...), and its variables are ``<name>/kernel:0`` ... as TF's;
 * initializers and regularizers may be given by name (``kernel_initializer="he_normal"``);
+* ``get_config()`` gives Keras's config: ``name``, ``trainable``, ``dtype``
+  (``batch_input_shape`` where given) and each of the class's ``_config_keys``, the layer's
+  attribute of that name as Keras serializes it (``serialized``), so that
+  ``type(layer).from_config(layer.get_config())`` makes the same layer again;
 * ``input_shape``/``batch_input_shape``/``input_dim`` are kept for ``Sequential``;
 * as TF's Keras (and unlike tf.layers), the layer's losses and update ops stay in
   ``layer.losses`` / ``layer.updates``; they are not added to ``tf.GraphKeys``' collections:
@@ -20,6 +24,11 @@
 ...     y = dense(x)
 ...     print(x.op.name, dense.name, [v.name for v in dense.weights], y.op.name)
 input_1 dense ['dense/kernel:0', 'dense/bias:0'] dense/Relu
+>>> with tf.Graph().as_default():
+...     config = tf.keras.layers.Dense(2, kernel_regularizer="l2").get_config()
+...     again = tf.keras.layers.Dense.from_config(config)
+...     print(config["activation"], config["kernel_regularizer"], again.get_config() == config)
+linear {'class_name': 'L1L2', 'config': {'l1': 0.0, 'l2': 0.009999999776482582}} True
 """
 
 import inspect
@@ -27,7 +36,7 @@ import inspect
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, get_default_graph
 from zps.framework.tensor_shape import as_shape
-from zps.keras import backend, initializers, regularizers
+from zps.keras import activations, backend, initializers, regularizers
 from zps.ops import array_ops, layers_impl
 
 
@@ -41,6 +50,21 @@ def converted(key, value):
     if key.endswith("_constraint") and value is not None and not callable(value):
         raise ValueError("Could not interpret constraint identifier: %r (give a callable)"
                          % (value,))
+    return value
+
+
+def serialized(key, value):
+    """A layer argument named ``key`` as Keras's ``get_config`` gives it (``converted`` takes
+    it back): activations by name ("linear" for none); initializers, regularizers and
+    constraints as ``{"class_name", "config"}``; functions of the user's as they are."""
+    if key.endswith("activation"):
+        try:
+            return activations.serialize(activations.get(value))
+        except ValueError:   # not one of Keras's: from_config gets the function back
+            return value
+    if key.endswith(("_initializer", "_regularizer", "_constraint")) and \
+            hasattr(value, "get_config"):
+        return {"class_name": type(value).__name__, "config": value.get_config()}
     return value
 
 
@@ -157,10 +181,19 @@ class Layer(layers_impl.Layer):
         return super().compute_output_shape(input_shape)
 
     def get_config(self):
+        """Keras's config of the layer (see the module docstring): the arguments that make
+        it again with ``from_config``."""
         config = super().get_config()
+        config.update((key, serialized(key, getattr(self, key))) for key in self._config_keys)
         if self._batch_input_shape is not None:
             config["batch_input_shape"] = self._batch_input_shape
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        """The layer ``get_config`` described (its serialized arguments are taken back by
+        the constructor, as Keras's)."""
+        return cls(**config)
 
 
 def keras_session(layer):

@@ -279,12 +279,19 @@ class LossFunctionWrapper(Loss):
         return dict(self._fn_kwargs, **super().get_config())
 
 
+def _fn_options(defaults, args, kwargs):
+    """The keyword arguments a wrapper class gives its function: ``defaults``, overridden by
+    the class's positional ``args`` (in the order of ``defaults``), then by ``kwargs``."""
+    options = dict(defaults)
+    options.update(zip(defaults, args))
+    options.update(kwargs)
+    return options
+
+
 def _loss_class(class_name, fn, default_name, doc, **defaults):
     def __init__(self, *args, reduction=Reduction.AUTO, name=default_name, **kwargs):
-        options = dict(defaults)
-        options.update(zip(defaults, args))
-        options.update(kwargs)
-        LossFunctionWrapper.__init__(self, fn, reduction, name, **options)
+        LossFunctionWrapper.__init__(self, fn, reduction, name,
+                                     **_fn_options(defaults, args, kwargs))
     cls = type(class_name, (LossFunctionWrapper,), {"__init__": __init__, "__doc__": doc,
                                                     "__module__": __name__})
     cls.from_config = classmethod(lambda c, config: c(**config))
@@ -343,19 +350,25 @@ _FUNCTIONS = ("KLD", "MAE", "MAPE", "MSE", "MSLE", "binary_crossentropy",
               "sparse_categorical_crossentropy", "squared_hinge")
 
 
+def _deserialize(config, known, kind, base):
+    """The object of ``known`` that ``config`` names (a class: an instance) or describes (a
+    ``serialize`` dict); ``kind`` ("loss", "metric") and ``base`` (its class's name) tell what
+    it should have been when it is neither."""
+    name, options = ((config.get("class_name"), config.get("config", {}))
+                     if isinstance(config, dict) else (config, {}))
+    if name not in known:
+        raise ValueError("Unknown %s function: %r (give a callable, a %s or one of %s)"
+                         % (kind, name, base, ", ".join(sorted(known))))
+    obj = known[name]
+    return obj.from_config(options) if isinstance(obj, type) else obj
+
+
 def deserialize(name, custom_objects=None):
     """The loss a name (a function's, or a class's: an instance) or a ``serialize`` dict of a
     loss object describes."""
     known = {n: globals()[n] for n in _CLASSES + _FUNCTIONS}
     known.update(custom_objects or {})
-    config = {}
-    if isinstance(name, dict):
-        name, config = name.get("class_name"), name.get("config", {})
-    if name not in known:
-        raise ValueError("Unknown loss function: %r (give a callable, a Loss or one of %s)"
-                         % (name, ", ".join(sorted(known))))
-    obj = known[name]
-    return obj.from_config(config) if isinstance(obj, type) else obj
+    return _deserialize(name, known, "loss", "Loss")
 
 
 def get(identifier):

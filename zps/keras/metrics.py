@@ -254,10 +254,8 @@ class _MeanMetricWrapper(Mean):
 
 def _wrapper(class_name, fn, default_name, doc, **defaults):
     def __init__(self, *args, name=default_name, dtype=None, **kwargs):
-        options = dict(defaults)
-        options.update(zip(defaults, args))
-        options.update(kwargs)
-        _MeanMetricWrapper.__init__(self, fn, name, dtype, **options)
+        _MeanMetricWrapper.__init__(self, fn, name, dtype,
+                                    **_losses._fn_options(defaults, args, kwargs))
     return type(class_name, (_MeanMetricWrapper,), {"__init__": __init__, "__doc__": doc,
                                                    "__module__": __name__})
 
@@ -715,13 +713,7 @@ def deserialize(config, custom_objects=None):
     known = {n: globals()[n] for n in _CLASSES + _FUNCTIONS}
     known.update(_ALIASES)
     known.update(custom_objects or {})
-    name, options = (config.get("class_name"), config.get("config", {})) \
-        if isinstance(config, dict) else (config, {})
-    if name not in known:
-        raise ValueError("Unknown metric function: %r (give a callable, a Metric or one of %s)"
-                         % (name, ", ".join(sorted(known))))
-    obj = known[name]
-    return obj.from_config(options) if isinstance(obj, type) else obj
+    return _losses._deserialize(config, known, "metric", "Metric")
 
 
 def get(identifier):

@@ -37,22 +37,33 @@ class LearningRateSchedule:
         return cls(**config)
 
 
-class ExponentialDecay(LearningRateSchedule):
-    """``initial_learning_rate * decay_rate ** (step / decay_steps)`` (the exponent floored when
-    ``staircase``)."""
+class _RateDecay(LearningRateSchedule):
+    """The arguments of ``ExponentialDecay`` and ``InverseTimeDecay``: ``initial_learning_rate``
+    decays at ``decay_rate`` by ``step / decay_steps`` (floored when ``staircase``)."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
                  name=None):
         self._config = dict(initial_learning_rate=initial_learning_rate, decay_steps=decay_steps,
                             decay_rate=decay_rate, staircase=staircase, name=name)
 
-    def __call__(self, step):
+    def _rates_and_progress(self, step):
+        """``initial_learning_rate``, ``decay_rate`` and ``step / decay_steps`` (floored when
+        ``staircase``) as tensors of the initial rate's dtype."""
         c = self._config
         lr = _to_tensor(c["initial_learning_rate"], name="initial_learning_rate")
         p = math_ops.cast(step, lr.dtype) / math_ops.cast(c["decay_steps"], lr.dtype)
         if c["staircase"]:
             p = math_ops.floor(p)
-        return math_ops.multiply(lr, _pow(math_ops.cast(c["decay_rate"], lr.dtype), p))
+        return lr, math_ops.cast(c["decay_rate"], lr.dtype), p
+
+
+class ExponentialDecay(_RateDecay):
+    """``initial_learning_rate * decay_rate ** (step / decay_steps)`` (the exponent floored when
+    ``staircase``)."""
+
+    def __call__(self, step):
+        lr, decay_rate, p = self._rates_and_progress(step)
+        return math_ops.multiply(lr, _pow(decay_rate, p))
 
 
 class PiecewiseConstantDecay(LearningRateSchedule):
@@ -105,22 +116,13 @@ class PolynomialDecay(LearningRateSchedule):
         return (lr - end) * _pow(1 - p, power) + end
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_RateDecay):
     """``initial_learning_rate / (1 + decay_rate * step / decay_steps)`` (the quotient floored
     when ``staircase``)."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name=None):
-        self._config = dict(initial_learning_rate=initial_learning_rate, decay_steps=decay_steps,
-                            decay_rate=decay_rate, staircase=staircase, name=name)
-
     def __call__(self, step):
-        c = self._config
-        lr = _to_tensor(c["initial_learning_rate"], name="initial_learning_rate")
-        p = math_ops.cast(step, lr.dtype) / math_ops.cast(c["decay_steps"], lr.dtype)
-        if c["staircase"]:
-            p = math_ops.floor(p)
-        return lr / (1.0 + math_ops.cast(c["decay_rate"], lr.dtype) * p)
+        lr, decay_rate, p = self._rates_and_progress(step)
+        return lr / (1.0 + decay_rate * p)
 
 
 _CLASSES = {cls.__name__: cls for cls in (ExponentialDecay, PiecewiseConstantDecay,

@@ -461,15 +461,13 @@ class RMSprop(Optimizer):
             math_ops.sqrt(denominator) + self._coef("epsilon", var))).op
 
 
-class Adagrad(Optimizer):
-    """Keras's Adagrad: ``accum += g^2; var -= lr * g / (sqrt(accum) + epsilon)``."""
+class _AccumulatorOptimizer(Optimizer):
+    """Adagrad's and Ftrl's base: an "accumulator" slot per variable starting at
+    ``initial_accumulator_value``, a constructor argument (in ``get_config``) rather than a
+    hyperparameter."""
 
-    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
-                 name="Adagrad", **kwargs):
-        if initial_accumulator_value < 0.0:
-            raise ValueError("initial_accumulator_value must be non-negative: %s"
-                             % initial_accumulator_value)
-        super().__init__(name, learning_rate, kwargs, epsilon=epsilon)
+    def __init__(self, name, learning_rate, kwargs, initial_accumulator_value, **hyper):
+        super().__init__(name, learning_rate, kwargs, **hyper)
         self._initial_accumulator_value = initial_accumulator_value
 
     def get_config(self):
@@ -477,10 +475,24 @@ class Adagrad(Optimizer):
         return dict(super().get_config(),
                     initial_accumulator_value=self._initial_accumulator_value)
 
+    def _accumulator_slot(self, var):
+        self._constant_slot(var, self._initial_accumulator_value, "accumulator", self._name)
+
+
+class Adagrad(_AccumulatorOptimizer):
+    """Keras's Adagrad: ``accum += g^2; var -= lr * g / (sqrt(accum) + epsilon)``."""
+
+    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
+                 name="Adagrad", **kwargs):
+        if initial_accumulator_value < 0.0:
+            raise ValueError("initial_accumulator_value must be non-negative: %s"
+                             % initial_accumulator_value)
+        super().__init__(name, learning_rate, kwargs, initial_accumulator_value, epsilon=epsilon)
+
     def _create_slots(self, var_list):
         super()._create_slots(var_list)
         for v in var_list:
-            self._constant_slot(v, self._initial_accumulator_value, "accumulator", self._name)
+            self._accumulator_slot(v)
 
     def _update(self, accum_t, grad, var):
         return grad * self._coef("learning_rate", var) / (
@@ -539,7 +551,7 @@ class Adadelta(Optimizer):
                                           state_ops.scatter_sub(var, indices, step))
 
 
-class Ftrl(Optimizer):
+class Ftrl(_AccumulatorOptimizer):
     """Keras's FTRL-Proximal (TF's ApplyFtrl/ApplyFtrlV2 kernels), ``l2`` raised by
     ``beta / (2 * lr)``."""
 
@@ -557,21 +569,16 @@ class Ftrl(Optimizer):
                 raise ValueError("%s must be %s, got %s" % (
                     key, "non-positive" if key == "learning_rate_power" else "non-negative",
                     -value if key == "learning_rate_power" else value))
-        super().__init__(name, learning_rate, kwargs, learning_rate_power=learning_rate_power,
+        super().__init__(name, learning_rate, kwargs, initial_accumulator_value,
+                         learning_rate_power=learning_rate_power,
                          l1_regularization_strength=l1_regularization_strength,
                          l2_regularization_strength=l2_regularization_strength, beta=beta,
                          l2_shrinkage_regularization_strength=l2_shrinkage_regularization_strength)
-        self._initial_accumulator_value = initial_accumulator_value
-
-    def get_config(self):
-        """The optimizer's name and hyperparameters."""
-        return dict(super().get_config(),
-                    initial_accumulator_value=self._initial_accumulator_value)
 
     def _create_slots(self, var_list):
         super()._create_slots(var_list)
         for v in var_list:
-            self._constant_slot(v, self._initial_accumulator_value, "accumulator", self._name)
+            self._accumulator_slot(v)
             self._zeros_slot(v, "linear", self._name)
 
     def _rows(self, accum, linear, grad, w, var):

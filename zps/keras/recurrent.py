@@ -30,7 +30,7 @@ import inspect
 from zps.framework import dtypes
 from zps.framework.graph import convert_to_tensor
 from zps.framework.tensor_shape import TensorShape, as_shape
-from zps.keras import activations, initializers
+from zps.keras import activations
 from zps.keras.engine import Layer, _training, converted
 from zps.ops import array_ops, control_flow_ops, layers_impl, math_ops, nn_ops
 
@@ -44,6 +44,8 @@ class _GatedCell(Layer):
     constraints and dropout; ``_gates`` blocks of ``units`` columns in each kernel."""
 
     _gates = 1
+    _config_keys = ("units", "activation", "use_bias") + _CELL_ARGS + ("dropout",
+                                                                      "recurrent_dropout")
 
     def __init__(self, units, activation="tanh", recurrent_activation="hard_sigmoid",
                  use_bias=True, kernel_initializer="glorot_uniform",
@@ -128,15 +130,6 @@ class _GatedCell(Layer):
         return [array_ops.zeros(array_ops.stack([batch, size]), dtype or self.dtype or "float32")
                 for size in _state_sizes(self)]
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(units=self.units, activation=activations.serialize(self.activation),
-                      use_bias=self.use_bias, dropout=self.dropout,
-                      recurrent_dropout=self.recurrent_dropout)
-        config.update((key, initializers.serialize(getattr(self, key)))
-                      for key in _CELL_ARGS if key.endswith("_initializer"))
-        return config
-
 
 class SimpleRNNCell(_GatedCell):
     """TF's ``tf.keras.layers.SimpleRNNCell``: ``h = activation(x @ kernel + bias + h_prev @
@@ -160,6 +153,8 @@ class LSTMCell(_GatedCell):
     ``unit_forget_bias=True``): gates i, f, c, o; states ``[h, c]``."""
 
     _gates = 4
+    _config_keys = _GatedCell._config_keys + ("recurrent_activation", "unit_forget_bias",
+                                              "implementation")
 
     def __init__(self, units, unit_forget_bias=True, **kwargs):
         super().__init__(units, **kwargs)
@@ -191,12 +186,6 @@ class LSTMCell(_GatedCell):
         h = o * self.activation(c)
         return h, [h, c]
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(recurrent_activation=activations.serialize(self.recurrent_activation),
-                      unit_forget_bias=self.unit_forget_bias)
-        return config
-
 
 class GRUCell(_GatedCell):
     """TF's ``tf.keras.layers.GRUCell`` (TF 1.15: ``recurrent_activation="hard_sigmoid"``,
@@ -205,6 +194,8 @@ class GRUCell(_GatedCell):
     and ``bias`` is [2, 3 * units] (input and recurrent biases)."""
 
     _gates = 3
+    _config_keys = _GatedCell._config_keys + ("recurrent_activation", "implementation",
+                                              "reset_after")
 
     def __init__(self, units, reset_after=False, **kwargs):
         super().__init__(units, **kwargs)
@@ -236,12 +227,6 @@ class GRUCell(_GatedCell):
             hh = self.activation(xs[2] + recurrent(r * hs[2], 2))
         h = z * h_prev + (1 - z) * hh
         return h, [h]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(recurrent_activation=activations.serialize(self.recurrent_activation),
-                      reset_after=self.reset_after)
-        return config
 
 
 def _state_sizes(cell):
@@ -409,6 +394,9 @@ class RNN(Layer):
     ``call(inputs, mask=None, training=None, initial_state=None)``; ``inputs`` may also be
     ``[inputs, *initial_state]``."""
 
+    _config_keys = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll",
+                    "time_major")
+
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
                  stateful=False, unroll=False, time_major=False, zero_output_for_mask=False,
                  **kwargs):
@@ -513,12 +501,9 @@ class RNN(Layer):
                     time_major=self.time_major)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(return_sequences=self.return_sequences, return_state=self.return_state,
-                      go_backwards=self.go_backwards, stateful=self.stateful,
-                      unroll=self.unroll, time_major=self.time_major)
-        if type(self) is RNN:
-            config["cell"] = layer_config(self.cell)
+        config = dict(super().get_config(), cell=layer_config(self.cell))
+        if self.zero_output_for_mask:   # in Keras's config only when set
+            config["zero_output_for_mask"] = True
         return config
 
     @classmethod
@@ -567,7 +552,7 @@ class _CellLayer(RNN):
                  stateful=False, unroll=False, time_major=False, activity_regularizer=None,
                  **kwargs):
         layer_keys = ("name", "trainable", "dtype", "input_shape", "batch_input_shape",
-                      "batch_size", "input_dim", "weights")
+                      "batch_size", "input_dim", "weights", "zero_output_for_mask")
         layer_args = {k: kwargs.pop(k) for k in layer_keys if k in kwargs}
         self._cell_args = dict(kwargs, units=units)
         cell = self._cell_class(units, dtype=layer_args.get("dtype"),
@@ -591,29 +576,34 @@ class _CellLayer(RNN):
         return dict(args, **self._cell_args)
 
     def get_config(self):
+        """Keras's: the RNN's arguments and the cell's (read through the layer), no cell."""
         config = super().get_config()
-        cell = self.cell.get_config()
-        for key in ("name", "trainable", "dtype"):
-            cell.pop(key, None)
-        config.update(cell)
+        del config["cell"]
         return config
+
+
+def _cell_layer_keys(cell_class):
+    return RNN._config_keys + cell_class._config_keys + ("activity_regularizer",)
 
 
 class SimpleRNN(_CellLayer):
     """TF's ``tf.keras.layers.SimpleRNN``: ``RNN(SimpleRNNCell(units, ...))``."""
     _cell_class = SimpleRNNCell
+    _config_keys = _cell_layer_keys(SimpleRNNCell)
 
 
 class LSTM(_CellLayer):
     """TF 1.15's ``tf.keras.layers.LSTM`` (v1): ``RNN(LSTMCell(units, ...))``,
     ``recurrent_activation="hard_sigmoid"``, ``unit_forget_bias=True``; states ``[h, c]``."""
     _cell_class = LSTMCell
+    _config_keys = _cell_layer_keys(LSTMCell)
 
 
 class GRU(_CellLayer):
     """TF 1.15's ``tf.keras.layers.GRU`` (v1): ``RNN(GRUCell(units, ...))``,
     ``recurrent_activation="hard_sigmoid"``, ``reset_after=False``."""
     _cell_class = GRUCell
+    _config_keys = _cell_layer_keys(GRUCell)
 
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell",

@@ -5,8 +5,9 @@
 ``model.save(path)`` writes a directory ``path`` holding
 
 * ``model.json``: ``{"format": "zps-keras-model", "version": 1, "model_config": {"class_name",
-  "config"}, "training_config": {"optimizer_config", "loss", "metrics", "loss_weights"} or
-  null, "weights": [...], "optimizer_weights": [...]}`` (the last two: the keys of the tensors,
+  "config"}, "training_config": {"optimizer_config", "loss", "metrics", "loss_weights",
+  "sample_weight_mode", "weighted_metrics"} or null, "weights": [...], "optimizer_weights":
+  [...]}`` (the last two: the keys of the tensors,
   in the order of ``model.weights`` and of the optimizer's state);
 * ``weights.safetensors``: the values of the model's weights and of its optimizer's state
   (iterations, slots) in a plain safetensors file (zps/framework/checkpoint_format.py).
@@ -102,8 +103,8 @@ def _decode(value, custom_objects):
 
 
 def layer_config(layer):
-    """``{"class_name", "config"}`` of ``layer`` (JSON): its ``get_config()``, with the
-    constructor arguments it leaves out taken from the layer's attributes."""
+    """``{"class_name", "config"}`` of ``layer`` (JSON): its ``get_config()`` (for a user's
+    layer, with the constructor arguments it leaves out taken from its attributes)."""
     from zps.keras.layers import Lambda
     if isinstance(layer, Lambda):
         raise ValueError("Cannot save the Lambda layer %s: zps does not serialize code. Write a "
@@ -113,6 +114,15 @@ def layer_config(layer):
     if isinstance(layer, InputLayer):
         return {"class_name": "InputLayer", "config": _encode(layer.get_config(), layer.name)}
     config = dict(layer.get_config())
+    if not type(layer).__module__.startswith("zps."):   # zps's layers give their whole config
+        _fill_config(layer, config)
+    return {"class_name": type(layer).__name__,
+            "config": {k: _encode(v, "%s's `%s`" % (layer.name, k)) for k, v in config.items()}}
+
+
+def _fill_config(layer, config):
+    """Add to a user layer's ``config`` the constructor arguments it leaves out, from the
+    layer's attributes of those names."""
     for name, param in inspect.signature(type(layer).__init__).parameters.items():
         if name in config or name in ("self", "args", "kwargs") or \
                 param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -129,8 +139,6 @@ def layer_config(layer):
                 raise ValueError("Cannot save layer %s: its config lacks the argument `%s` "
                                  "(%s.get_config should give it)"
                                  % (layer.name, name, type(layer).__name__))
-    return {"class_name": type(layer).__name__,
-            "config": {k: _encode(v, "%s's `%s`" % (layer.name, k)) for k, v in config.items()}}
 
 
 def layer_from_config(config, custom_objects=None):
@@ -292,7 +300,9 @@ def _training_config(model, session):
     return {"optimizer_config": {"class_name": type(c.optimizer).__name__,
                                  "config": _encode(hyper, "the optimizer's config")},
             "loss": named(c.loss, "the loss"), "metrics": named(c.metrics, "the metrics"),
-            "loss_weights": c.loss_weights}
+            "loss_weights": c.loss_weights,
+            "sample_weight_mode": c.sample_weight_mode,
+            "weighted_metrics": named(c.weighted_metrics, "the weighted metrics")}
 
 
 def optimizer_weights(model):
@@ -388,7 +398,9 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 - Ker
     if isinstance(loss, str):
         losses.get(loss)   # an unknown name: say so now
     model.compile(optimizer, loss, metrics=_decode(training["metrics"], custom_objects),
-                  loss_weights=training["loss_weights"])
+                  loss_weights=training["loss_weights"],
+                  sample_weight_mode=training.get("sample_weight_mode"),
+                  weighted_metrics=_decode(training.get("weighted_metrics"), custom_objects))
     _assign(model, optimizer_weights(model), document["optimizer_weights"], weights,
             "optimizer weights")
     return model

@@ -12,6 +12,11 @@ the ``*_on_batch`` steps, in ``tf.keras.backend.get_session()``.
 * models with several inputs and outputs take lists or dicts (by input / output layer name)
   of arrays, a loss (and ``loss_weights``, ``metrics``) per output; the logs then hold the
   output losses and metrics named after the outputs: ``dense_1_loss``, ``dense_1_acc``;
+* ``sample_weight`` (``[n]``, or ``[n, time]`` with ``sample_weight_mode="temporal"``) and
+  ``class_weight`` (class -> weight, from the targets' argmax or sparse ids; multiplied into
+  ``sample_weight``) weight each output's per-example losses (times its mask), reduced as
+  Keras's SUM_OVER_BATCH_SIZE: ``sum(loss * weight) / number of losses``; ``weighted_metrics``
+  (logged as ``weighted_acc``) are running means weighted likewise, ``metrics`` are not;
 * a 1-D target is made ``[n, 1]``, as Keras does; ``callbacks`` are called as
   zps/keras/callbacks.py says; ``fit_generator`` and co. take Python generators and
   ``tf.keras.utils.Sequence``.
@@ -116,31 +121,44 @@ class _Compiled:
     """What ``compile`` was given, and the graph built for it (at compile for a model with
     ``Input`` tensors, else on first use)."""
 
-    def __init__(self, graph, optimizer, loss, metrics, loss_weights):
+    def __init__(self, graph, optimizer, loss, metrics, loss_weights, sample_weight_mode,
+                 weighted_metrics):
         self.graph, self.optimizer = graph, optimizer
         self.loss, self.metrics, self.loss_weights = loss, metrics, loss_weights
+        self.sample_weight_mode, self.weighted_metrics = sample_weight_mode, weighted_metrics
         self.built = False
 
 
 def compile(model, optimizer, loss=None, metrics=None, loss_weights=None,  # noqa: A001
-            **kwargs):
+            sample_weight_mode=None, weighted_metrics=None, **kwargs):
     """Configure training: ``optimizer`` (a name such as ``"adam"``, a Keras or tf.train
     optimizer), ``loss`` (a name or ``fn(y_true, y_pred)``; a list or a dict by output name for
     a model with several outputs), ``metrics`` (names such as ``"accuracy"``, ``"mae"``, or
-    callables; a list for every output, or a dict by output name) and ``loss_weights`` (a
-    number per output: a list or a dict). The loss is ``sum(weight * mean(output loss))`` plus
+    callables; a list for every output, or a dict by output name), ``loss_weights`` (a
+    number per output: a list or a dict), ``sample_weight_mode`` (None: a weight per example;
+    ``"temporal"``: per example and time step, ``[batch, time]``; or one per output) and
+    ``weighted_metrics`` (as ``metrics``, averaged with the sample weights; logged as
+    ``weighted_acc``). The loss is ``sum(weight * mean(sample_weight * output loss))`` plus
     ``model.losses``."""
     for key, value in kwargs.items():
         if value is not None:
             raise NotImplementedError("zps's Model.compile does not support `%s`" % key)
     if loss is None:
         raise ValueError("Model.compile needs a `loss` (a name such as 'mse' or a function)")
-    for metric in _flat_metrics(metrics):
+    for metric in _flat_metrics(metrics) + _flat_metrics(weighted_metrics):
         if not callable(metric) and metric not in _ACCURACY:
             _named_metric(metric, check_only=True)
+    modes = sample_weight_mode.values() if isinstance(sample_weight_mode, dict) else \
+        sample_weight_mode if isinstance(sample_weight_mode, list | tuple) else [sample_weight_mode]
+    for mode in modes:
+        if mode not in (None, *_SAMPLE_WEIGHT_SHAPES):
+            raise ValueError('"sample_weight_mode should be None or "temporal". Found: %r (for '
+                             "timestep-wise weights of outputs [batch, time, ...], give "
+                             '"temporal"; one per output as a list or dict)' % (mode,))
     graph = model.weights[0].graph if model.built and model.weights else get_default_graph()
     model.optimizer = optimizers.get(optimizer)
-    model._compiled = _Compiled(graph, model.optimizer, loss, metrics, loss_weights)
+    model._compiled = _Compiled(graph, model.optimizer, loss, metrics, loss_weights,
+                                sample_weight_mode, weighted_metrics)
     model.stop_training = False
     if model.inputs is not None and model.outputs is not None and model._graph_network():
         with graph.as_default():
@@ -158,6 +176,15 @@ def _flat_metrics(metrics):
 
 def _compiled(model, what):
     compiled = getattr(model, "_compiled", None)
+    if compiled is None and what == "predicting":
+        # TF 1.15 predicts without compile: a graph of the outputs only (no loss, no optimizer),
+        # kept apart so that fit and evaluate still ask for compile.
+        compiled = getattr(model, "_predict_only", None)
+        if compiled is None:
+            graph = model.weights[0].graph if model.built and model.weights else \
+                get_default_graph()
+            compiled = model._predict_only = _Compiled(graph, None, None, None, None, None,
+                                                       None)
     if compiled is None:
         raise RuntimeError("You must compile your model before %s: call model.compile(optimizer, "
                            "loss) first." % what)
@@ -167,7 +194,7 @@ def _compiled(model, what):
 def _per_output(value, names, what, default):
     """``value`` (one for all, a list in output order or a dict by output name) as a list."""
     if isinstance(value, dict):
-        unknown = sorted(set(value) - set(names))
+        unknown = sorted(set(value) - set(names), key=str)
         if unknown:
             raise ValueError("Unknown entries in %s dictionary: %s. Only expected the following "
                              "keys: %s" % (what, unknown, names))
@@ -176,7 +203,7 @@ def _per_output(value, names, what, default):
             raise ValueError("Output %s missing from %s dictionary: give one for every output "
                              "(%s)" % (missing, what, names))
         return [value.get(n, default) for n in names]
-    if isinstance(value, list | tuple) and (what != "metrics" or
+    if isinstance(value, list | tuple) and (not what.endswith("metrics") or
                                              any(isinstance(v, list | tuple) for v in value)):
         if len(value) != len(names):
             raise ValueError("When passing a list as %s, it should have one entry per model "
@@ -218,15 +245,22 @@ def _build(model, c, x):
         c.input_names = ["input_%d" % (i + 1) for i in range(len(inputs))]
     tensors = _flat(model(inputs if len(inputs) > 1 else inputs[0]))
     names = output_names(model) or ["output_%d" % (i + 1) for i in range(len(tensors))]
+    if c.optimizer is None:   # predict without compile: the outputs only
+        c.inputs, c.stateful, c.names, c.values, c.kinds = inputs, [], [], [], []
+        c.outputs = [_Output(name, tensor, None, 1.0) for name, tensor in zip(names, tensors)]
+        c.built = True
+        return
     loss_fns = [losses.get(fn) for fn in _per_output(c.loss, names, "loss", None)]
     weights = [float(w) for w in _per_output(c.loss_weights, names, "loss_weights", 1.0)]
     metrics = _per_output(c.metrics, names, "metrics", [])
+    weighted_metrics = _per_output(c.weighted_metrics, names, "weighted_metrics", [])
+    modes = _per_output(c.sample_weight_mode, names, "sample_weight_mode", "samplewise")
     c.inputs = inputs
     c.outputs = [_Output(*args) for args in zip(names, tensors, loss_fns, weights)]
     several = len(c.outputs) > 1
     c.names, c.values, c.kinds, c.stateful = ["loss"], [None], ["loss"], []
     total = []
-    for o in c.outputs:
+    for o, mode in zip(c.outputs, modes):
         o.target = array_ops.placeholder(o.tensor.dtype, [None] * o.tensor.get_shape().ndims,
                                          name="%s_target" % o.name)
         # TF 1.15: an output's Keras mask weights its per-step losses (the mean still over all
@@ -234,25 +268,32 @@ def _build(model, c, x):
         o.mask = getattr(o.tensor, "_keras_mask", None)
         if o.mask is not None:
             o.mask = math_ops.cast(o.mask, o.tensor.dtype.base_dtype)
-        per_example = o.loss_fn(o.target, o.tensor)
-        o.loss = math_ops.reduce_mean(per_example if o.mask is None else per_example * o.mask)
+        o.mode, o.sample_weight = _sample_weight_placeholder(o.name, mode)
+        # TF 1.15: the sample weights times the mask weight the loss (reduced over all the
+        # per-example values: SUM_OVER_BATCH_SIZE) and the weighted metrics.
+        o.weights = o.sample_weight if o.mask is None else \
+            _fit_rank(math_ops.cast(o.sample_weight, o.mask.dtype), o.mask) * o.mask
+        o.loss = _weighted_loss(o.loss_fn(o.target, o.tensor), o.weights)
         total.append(o.loss * o.weight)
         if several:
             c.names.append(o.name + "_loss")
             c.values.append(o.loss)
             c.kinds.append("output_loss")
-    for o, given in zip(c.outputs, metrics):
-        for name, fn in (_metric(m, o.loss_fn, o.tensor) for m in
-                         (given if isinstance(given, list | tuple) else [given])):
+    for o, given, given_weighted in zip(c.outputs, metrics, weighted_metrics):
+        for weighted, m in [(False, m) for m in _as_metric_list(given)] + \
+                [(True, m) for m in _as_metric_list(given_weighted)]:
+            name, fn = _metric(m, o.loss_fn, o.tensor)
+            name = "weighted_" + name if weighted else name
             c.names.append(o.name + "_" + name if several else name)
+            weights = o.weights if weighted else o.mask
+            if weights is not None and not isinstance(fn, keras_metrics.Metric):
+                fn = _WeightedMean(fn, name)   # Keras's MeanMetricWrapper: sums over the epoch
             if isinstance(fn, keras_metrics.Metric):   # updated by each batch, reset by _run
-                c.values.append(fn(o.target, o.tensor, sample_weight=o.mask))
+                c.values.append(fn(o.target, o.tensor, sample_weight=weights))
                 c.kinds.append("stateful")
                 c.stateful.append(fn)
                 continue
-            values = fn(o.target, o.tensor)
-            c.values.append(math_ops.reduce_mean(values) if o.mask is None else
-                            math_ops.reduce_sum(values * o.mask) / math_ops.reduce_sum(o.mask))
+            c.values.append(math_ops.reduce_mean(fn(o.target, o.tensor)))
             c.kinds.append("metric")
     loss = math_ops.add_n(total) if several else total[0]
     if model.losses:
@@ -267,6 +308,60 @@ def _build(model, c, x):
         c.train_op = control_flow_ops.group(step, *model.get_updates_for(inputs if len(inputs) > 1
                                                                          else inputs[0]))
     c.built = True
+
+
+def _as_metric_list(given):
+    return list(given) if isinstance(given, list | tuple) else [given]
+
+
+class _WeightedMean(keras_metrics.Mean):
+    """A metric function's values averaged with weights (the sample weights of
+    ``weighted_metrics``, a mask) over an epoch, as TF 1.15's Keras does (MeanMetricWrapper)."""
+
+    def __init__(self, fn, name):
+        super().__init__(name=name)
+        self._fn = fn
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        """Add ``fn(y_true, y_pred) * sample_weight`` to the total, the weights to the count."""
+        return super().update_state(self._fn(y_true, y_pred), sample_weight)
+
+
+_SAMPLE_WEIGHT_SHAPES = {"samplewise": [None], "temporal": [None, None]}
+
+
+def _sample_weight_placeholder(output_name, mode):
+    """(mode, the output's sample weights: ones unless fed; ``[batch]``, or ``[batch, time]``
+    for ``sample_weight_mode="temporal"``)."""
+    mode = "samplewise" if mode is None else mode
+    shape = _SAMPLE_WEIGHT_SHAPES[mode]
+    ones = np.ones([1] * len(shape), dtype=backend.floatx())
+    return mode, array_ops.placeholder_with_default(ones, shape,
+                                                    name=output_name + "_sample_weights")
+
+
+def _fit_rank(weights, values):
+    """``weights`` with an axis of 1 added (or a trailing one dropped) to be one rank with
+    ``values`` (Keras's squeeze_or_expand_dimensions)."""
+    rank, weight_rank = values.get_shape().ndims, weights.get_shape().ndims
+    if rank == weight_rank + 1:
+        return array_ops.expand_dims(weights, -1)
+    if weight_rank == rank + 1:
+        return array_ops.squeeze(weights, [-1])
+    return weights
+
+
+def _weighted_loss(losses, weights):
+    """``sum(losses * weights) / number of losses`` (Keras's SUM_OVER_BATCH_SIZE); losses of
+    a rank still above the weights' are first averaged over their extra axes, as Keras does
+    where the weights do not broadcast."""
+    weights = _fit_rank(math_ops.cast(weights, losses.dtype), losses)
+    rank, weight_rank = losses.get_shape().ndims, weights.get_shape().ndims
+    if rank > weight_rank:
+        losses = math_ops.reduce_mean(losses, axis=list(range(weight_rank, rank)))
+    weighted = losses * weights
+    return math_ops.reduce_sum(weighted) / math_ops.cast(array_ops.size(weighted),
+                                                         weighted.dtype)
 
 
 def _learning_rate_variable(optimizer):
@@ -303,8 +398,9 @@ def _check_shape(array, expected, name, what):
                          "with shape %s" % (what, name, tuple(expected[1:]), array.shape[1:]))
 
 
-def _standardize(model, x, y, what):
-    """(compiled graph, input arrays, target arrays or None) checked against the model."""
+def _standardize(model, x, y, what, sample_weight=None, class_weight=None):
+    """(compiled graph, input arrays, target arrays or None, sample weights: an array or None
+    per output) checked against the model."""
     c = _compiled(model, what)
     if not c.built:
         with c.graph.as_default():
@@ -316,7 +412,7 @@ def _standardize(model, x, y, what):
     for a, p in zip(x, c.inputs):
         _check_shape(a, p.get_shape().as_list(), p.op.name, "input")
     if y is None:
-        return c, x, None
+        return c, x, None, None
     y = _as_list(y, [o.name for o in c.outputs], "y")
     if len(y) != len(c.outputs):
         raise ValueError("Error when checking model target: the model expects %d array(s) "
@@ -333,13 +429,88 @@ def _standardize(model, x, y, what):
         raise ValueError("Input arrays should have the same number of samples as target arrays. "
                          "Found %s input samples and %s target samples."
                          % (", ".join(str(len(a)) for a in x), ", ".join(str(len(a)) for a in y)))
-    return c, x, y
+    names = [o.name for o in c.outputs]
+    weights = [_standardize_weights(*args) for args in zip(
+        y, _per_output_weights(sample_weight, names, "sample_weight"),
+        _per_output_weights(class_weight, names, "class_weight"), [o.mode for o in c.outputs])]
+    return c, x, y, weights
 
 
-def _feed(c, x, y, training):
+def _per_output_weights(value, names, what):
+    """``sample_weight`` or ``class_weight`` as one (or None) per output (Keras's
+    standardize_sample_or_class_weights)."""
+    if value is None or (isinstance(value, list | tuple) and not value):
+        return [None] * len(names)
+    if len(names) == 1:
+        if isinstance(value, list | tuple) and len(value) == 1:
+            return list(value)
+        return [value[names[0]] if isinstance(value, dict) and names[0] in value else value]
+    if isinstance(value, list | tuple):
+        if len(value) != len(names):
+            raise ValueError("Provided `%s` was a list of %d elements, but the model has %d "
+                             "outputs (%s). You should provide one `%s` array per model output."
+                             % (what, len(value), len(names), names, what))
+        return list(value)
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in names]
+        if unknown:
+            raise ValueError("Unknown entries in %s dictionary: %s. Only expected following "
+                             "keys: %s (the model has several outputs: give a %s per output "
+                             "name)" % (what, unknown, names, what))
+        return [value.get(n) for n in names]
+    raise TypeError("The model has multiple outputs, so `%s` should be either a list or a dict. "
+                    "Provided `%s` type not understood: %r" % (what, what, value))
+
+
+def _standardize_weights(y, sample_weight, class_weight, mode):
+    """One output's weights (an array, or None for none): ``sample_weight`` times the weights of
+    ``class_weight`` (a dict class -> weight) of ``y``'s classes (Keras's
+    standardize_weights)."""
+    if isinstance(sample_weight, tuple):   # a generator may give it as a 1-tuple
+        sample_weight = sample_weight[0]
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=backend.floatx())
+    if mode == "temporal":
+        if y.ndim < 3:
+            raise ValueError("Found a sample_weight array for an input with shape %s. "
+                             "Timestep-wise sample weighting (use of sample_weight_mode="
+                             '"temporal") is restricted to outputs that are at least 3D, i.e. '
+                             "that have a time dimension." % (y.shape,))
+        if sample_weight is not None and sample_weight.ndim != 2:
+            raise ValueError("Found a sample_weight array with shape %s. In order to use "
+                             "timestep-wise sample weighting, you should pass a 2D "
+                             "sample_weight array." % (sample_weight.shape,))
+    elif sample_weight is not None and sample_weight.ndim != 1:
+        raise ValueError('Found a sample_weight array with shape %s. In order to use timestep-'
+                         'wise sample weights, you should specify sample_weight_mode="temporal" '
+                         "in compile(). If you just mean to use sample-wise weights, make sure "
+                         "your sample_weight array is 1D." % (sample_weight.shape,))
+    if sample_weight is not None and y.shape[:sample_weight.ndim] != sample_weight.shape:
+        raise ValueError("Found a sample_weight array with shape %s for an input with shape %s. "
+                         "sample_weight cannot be broadcast." % (sample_weight.shape, y.shape))
+    if class_weight is None:
+        return sample_weight
+    if not isinstance(class_weight, dict):
+        raise TypeError("`class_weight` should be a dict {class index: weight}, got %r"
+                        % (class_weight,))
+    if y.ndim > 2:
+        raise ValueError("`class_weight` not supported for 3+ dimensional targets.")
+    classes = np.argmax(y, axis=1) if y.ndim == 2 and y.shape[1] > 1 else y.reshape(len(y))
+    missing = {cls.item() for cls in classes} - set(class_weight)
+    if missing:
+        raise ValueError("`class_weight` must contain all classes in the data. The classes %s "
+                         "exist in the data but not in `class_weight`." % missing)
+    weights = np.asarray([class_weight[cls.item()] for cls in classes],
+                         dtype=backend.floatx())
+    return weights if sample_weight is None else weights * sample_weight
+
+
+def _feed(c, x, y, weights, training):
     feed = dict(zip(c.inputs, x))
     if y is not None:
         feed.update((o.target, a) for o, a in zip(c.outputs, y))
+    if weights is not None:
+        feed.update((o.sample_weight, w) for o, w in zip(c.outputs, weights) if w is not None)
     phase = backend._state_of(c.graph).get("phase")
     if phase is not None and not isinstance(phase, int):
         feed[phase] = training
@@ -391,13 +562,15 @@ class _Means:
         return [float(v) for v in self._means()]
 
 
-def _array_batches(x, y, batch_size, order=None):
-    """(inputs, targets) of each batch of the arrays, in ``order`` (or as they are)."""
+def _array_batches(x, y, weights, batch_size, order=None):
+    """(inputs, targets, sample weights) of each batch of the arrays, in ``order`` (or as they
+    are)."""
     n = len(x[0])
     for start in range(0, n, batch_size):
         index = slice(start, start + batch_size) if order is None else \
             order[start:start + batch_size]
-        yield [a[index] for a in x], None if y is None else [a[index] for a in y]
+        yield tuple(None if arrays is None else [None if a is None else a[index] for a in arrays]
+                    for arrays in (x, y, weights))
 
 
 def _run(model, c, batches, mode, callbacks, by_steps=False):
@@ -411,11 +584,11 @@ def _run(model, c, batches, mode, callbacks, by_steps=False):
     if mode != "predict":
         for metric in c.stateful:   # each epoch and evaluation starts them afresh (TF 1.15)
             metric.reset_states()
-    for i, (x, y) in enumerate(batches):
+    for i, (x, y, weights) in enumerate(batches):
         size = len(x[0])
         logs = {"batch": i, "size": size}
         getattr(callbacks, "on_%s_batch_begin" % mode)(i, logs)
-        results = session.run(fetches, feed_dict=_feed(c, x, y, training))
+        results = session.run(fetches, feed_dict=_feed(c, x, y, weights, training))
         if mode == "predict":
             outputs.append(results)
             logs["outputs"] = results
@@ -477,60 +650,73 @@ def _refuse(what, **given):
             raise NotImplementedError("zps's Model.%s does not support `%s`" % (what, name))
 
 
+def _validation_arrays(model, validation_data):
+    """The standardized ``(x_val, y_val)`` or ``(x_val, y_val, val_sample_weight)``."""
+    if len(validation_data) not in (2, 3):
+        raise ValueError("When passing a `validation_data` argument, it must contain either 2 "
+                         "items (x_val, y_val), or 3 items (x_val, y_val, val_sample_weights); "
+                         "got %d items" % len(validation_data))
+    return _standardize(model, *validation_data[:2], "validation", *validation_data[2:])[1:]
+
+
 def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None,
         validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
         sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
         validation_freq=1, **kwargs):
     """Train on numpy arrays ``x``, ``y`` (arrays, lists or dicts by input / output name) for
     ``epochs - initial_epoch`` epochs of batches of ``batch_size`` (32), shuffled each epoch
-    unless ``shuffle=False``; ``validation_data`` ``(x_val, y_val)`` (or the last
-    ``validation_split`` of the data) is evaluated after every ``validation_freq`` epochs.
-    ``callbacks`` are called as zps/keras/callbacks.py says. Returns ``model.history``, a
-    ``History``: ``history.history["loss"]``, metrics, ``val_*``."""
-    _refuse("fit", class_weight=class_weight, sample_weight=sample_weight,
-            steps_per_epoch=steps_per_epoch, validation_steps=validation_steps, **kwargs)
+    unless ``shuffle=False``; ``validation_data`` ``(x_val, y_val)`` or ``(x_val, y_val,
+    val_sample_weight)`` (or the last ``validation_split`` of the data) is evaluated after every
+    ``validation_freq`` epochs. ``sample_weight`` (an array per output: ``[n]``, or ``[n,
+    time]`` for ``sample_weight_mode="temporal"``) and ``class_weight`` (a dict class ->
+    weight per output) weight the examples' losses. ``callbacks`` are called as
+    zps/keras/callbacks.py says. Returns ``model.history``, a ``History``:
+    ``history.history["loss"]``, metrics, ``val_*``."""
+    _refuse("fit", steps_per_epoch=steps_per_epoch, validation_steps=validation_steps, **kwargs)
     if shuffle not in (True, False):
         raise NotImplementedError("zps's Model.fit takes shuffle=True or False, not %r"
                                   % (shuffle,))
     if y is None:
         raise ValueError("Model.fit needs targets `y` (numpy arrays); for a generator or a "
                          "tf.keras.utils.Sequence, call fit_generator")
-    c, x, y = _standardize(model, x, y, "training")
+    c, x, y, w = _standardize(model, x, y, "training", sample_weight, class_weight)
     batch_size = batch_size or 32
     if validation_split and validation_data is None:
         split = int(len(y[0]) * (1.0 - validation_split))
-        validation_data = ([a[split:] for a in x], [a[split:] for a in y])
+        validation_data = ([a[split:] for a in x], [a[split:] for a in y],
+                           [None if a is None else a[split:] for a in w])
         x, y = [a[:split] for a in x], [a[:split] for a in y]
-    validation = None
-    if validation_data is not None:
-        if len(validation_data) != 2:
-            raise NotImplementedError("zps's Model.fit takes validation_data as (x_val, y_val)")
-        _, x_val, y_val = _standardize(model, *validation_data, "validation")
+        w = [None if a is None else a[:split] for a in w]
+        x_val, y_val, w_val = validation_data
+    elif validation_data is not None:
+        x_val, y_val, w_val = _validation_arrays(model, validation_data)
 
-        def validation():
-            return _array_batches(x_val, y_val, batch_size)
+    def validation():
+        return _array_batches(x_val, y_val, w_val, batch_size)
 
     def epoch_batches(epoch):
         order = np.random.permutation(len(y[0])) if shuffle else None
-        return _array_batches(x, y, batch_size, order)
+        return _array_batches(x, y, w, batch_size, order)
     params = {"batch_size": batch_size, "samples": len(y[0]), "verbose": verbose,
               "steps": None}
     return _fit_loop(model, c, epoch_batches, epochs, initial_epoch, params, callbacks,
-                     validation, validation_freq, validation_by_steps=False)
+                     validation if validation_data is not None else None, validation_freq,
+                     validation_by_steps=False)
 
 
 def evaluate(model, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None,
              callbacks=None, **kwargs):
     """The loss (and metrics, as a list ``[loss, *metrics]``: ``model.metrics_names``) on
-    ``x``, ``y``, in the inference phase, aggregated over batches as ``fit`` does."""
-    _refuse("evaluate", sample_weight=sample_weight, steps=steps, **kwargs)
-    c, x, y = _standardize(model, x, y, "evaluating")
+    ``x``, ``y`` (examples weighted by ``sample_weight``), in the inference phase, aggregated
+    over batches as ``fit`` does."""
+    _refuse("evaluate", steps=steps, **kwargs)
+    c, x, y, w = _standardize(model, x, y, "evaluating", sample_weight)
     batch_size = batch_size or 32
     callbacks = _callbacks(model, callbacks, {"batch_size": batch_size, "samples": len(x[0]),
                                               "verbose": verbose, "steps": None,
                                               "metrics": list(c.names)})
     callbacks.on_test_begin()
-    values = _run(model, c, _array_batches(x, y, batch_size), "test", callbacks)
+    values = _run(model, c, _array_batches(x, y, w, batch_size), "test", callbacks)
     callbacks.on_test_end()
     return _result(values)
 
@@ -539,49 +725,54 @@ def predict(model, x, batch_size=None, verbose=0, steps=None, callbacks=None, **
     """The model's output for ``x`` (a list of arrays for several outputs), computed in batches
     in the inference phase."""
     _refuse("predict", steps=steps, **kwargs)
-    c, x, _ = _standardize(model, x, None, "predicting")
+    c, x, _, _ = _standardize(model, x, None, "predicting")
     batch_size = batch_size or 32
     callbacks = _callbacks(model, callbacks, {"batch_size": batch_size, "samples": len(x[0]),
                                               "verbose": verbose, "steps": None})
     callbacks.on_predict_begin()
-    outputs = _run(model, c, _array_batches(x, None, batch_size), "predict", callbacks)
+    outputs = _run(model, c, _array_batches(x, None, None, batch_size), "predict", callbacks)
     callbacks.on_predict_end()
     return _result(outputs)
 
 
-def train_on_batch(model, x, y, **kwargs):
-    """One training step on the whole of ``x``, ``y``: the loss (and metrics) before it."""
-    _refuse("train_on_batch", **kwargs)
-    c, x, y = _standardize(model, x, y, "training")
-    return _result(_step(c, x, y, "train"))
+def train_on_batch(model, x, y, sample_weight=None, class_weight=None, reset_metrics=True):
+    """One training step on the whole of ``x``, ``y`` (weighted as ``fit``'s): the loss (and
+    metrics) before it; stateful metrics start afresh at the next call unless
+    ``reset_metrics=False``."""
+    c, x, y, w = _standardize(model, x, y, "training", sample_weight, class_weight)
+    return _result(_step(c, x, y, w, "train", reset_metrics))
 
 
-def test_on_batch(model, x, y, **kwargs):
-    """The loss (and metrics) on the whole of ``x``, ``y``, in the inference phase."""
-    _refuse("test_on_batch", **kwargs)
-    c, x, y = _standardize(model, x, y, "evaluating")
-    return _result(_step(c, x, y, "test"))
+def test_on_batch(model, x, y, sample_weight=None, reset_metrics=True):
+    """The loss (and metrics) on the whole of ``x``, ``y`` (weighted by ``sample_weight``), in
+    the inference phase."""
+    c, x, y, w = _standardize(model, x, y, "evaluating", sample_weight)
+    return _result(_step(c, x, y, w, "test", reset_metrics))
 
 
 def predict_on_batch(model, x):
     """The model's output for the whole of ``x`` in one run."""
-    c, x, _ = _standardize(model, x, None, "predicting")
-    return _result(_step(c, x, None, "predict"))
+    c, x, _, _ = _standardize(model, x, None, "predicting")
+    return _result(_step(c, x, None, None, "predict"))
 
 
-def _step(c, x, y, mode):
+def _step(c, x, y, weights, mode, reset_metrics=True):
     fetches = ([c.train_op] if mode == "train" else []) + (
         [o.tensor for o in c.outputs] if mode == "predict" else c.values)
-    results = _session(c).run(fetches, feed_dict=_feed(c, x, y, mode == "train"))
+    results = _session(c).run(fetches, feed_dict=_feed(c, x, y, weights, mode == "train"))
     results = results[1:] if mode == "train" else results
+    if mode != "predict" and reset_metrics:   # as TF 1.15's train_on_batch / test_on_batch
+        for metric in c.stateful:
+            metric.reset_states()
     return results if mode == "predict" else [float(v) for v in results]
 
 
 # --- generators and tf.keras.utils.Sequence --------------------------------------------------
 
-def _generator_batches(model, generator, steps, what, shuffle=False, targets=True):
-    """The (inputs, targets) of ``steps`` items of a generator, or of a Sequence's batches
-    (``steps`` None: all of them; shuffled if ``shuffle``)."""
+def _generator_batches(model, generator, steps, what, shuffle=False, targets=True,
+                       class_weight=None):
+    """The (inputs, targets, sample weights) of ``steps`` items of a generator, or of a
+    Sequence's batches (``steps`` None: all of them; shuffled if ``shuffle``)."""
     from zps.keras.utils import Sequence
     if isinstance(generator, Sequence):
         count = len(generator) if steps is None else min(steps, len(generator))
@@ -597,27 +788,28 @@ def _generator_batches(model, generator, steps, what, shuffle=False, targets=Tru
     for item in items:
         if not isinstance(item, tuple):
             item = (item,)
-        if len(item) not in (1, 2) or (targets and len(item) != 2):
-            raise ValueError("Output of generator should be a tuple (x, y)%s; got %r items (zps "
-                             "does not take sample weights)"
-                             % ("" if targets else " or x", len(item)))
-        x, y = item[0], item[1] if targets else None
-        _, x, y = _standardize(model, x, y, what)
-        yield x, y
+        if len(item) not in (1, 2, 3) or (targets and len(item) == 1):
+            raise ValueError("Output of generator should be a tuple (x, y) or (x, y, "
+                             "sample_weight)%s; got %d items" % ("" if targets else " or x",
+                                                                 len(item)))
+        if not targets:
+            yield _standardize(model, item[0], None, what)[1:]
+            continue
+        yield _standardize(model, *item[:2], what, *item[2:], class_weight=class_weight)[1:]
 
 
 def fit_generator(model, generator, steps_per_epoch=None, epochs=1, verbose=1, callbacks=None,
                   validation_data=None, validation_steps=None, validation_freq=1,
                   class_weight=None, max_queue_size=10, workers=1, use_multiprocessing=False,
                   shuffle=True, initial_epoch=0):
-    """Train on the ``(x, y)`` batches of a Python generator (``steps_per_epoch`` of them an
-    epoch) or of a ``tf.keras.utils.Sequence`` (all of them, in a shuffled order unless
-    ``shuffle=False``; ``on_epoch_end`` after each epoch); ``validation_data``: arrays
-    ``(x, y)`` (in batches of 32), a generator (``validation_steps``) or a Sequence. The
-    batches are read in this thread (``workers`` and the queue are not used). The values are
-    aggregated as ``fit``'s; those of a validation generator as ``evaluate_generator``'s."""
+    """Train on the ``(x, y)`` or ``(x, y, sample_weight)`` batches of a Python generator
+    (``steps_per_epoch`` of them an epoch) or of a ``tf.keras.utils.Sequence`` (all of them, in
+    a shuffled order unless ``shuffle=False``; ``on_epoch_end`` after each epoch), weighted by
+    ``class_weight`` too if given; ``validation_data``: arrays ``(x, y)`` or ``(x, y, w)`` (in
+    batches of 32), a generator (``validation_steps``) or a Sequence. The batches are read in
+    this thread (``workers`` and the queue are not used). The values are aggregated as
+    ``fit``'s; those of a validation generator as ``evaluate_generator``'s."""
     from zps.keras.utils import Sequence
-    _refuse("fit_generator", class_weight=class_weight)
     c = _compiled(model, "training")
     if steps_per_epoch is None and not isinstance(generator, Sequence):
         raise ValueError("`steps_per_epoch=None` is only valid for a generator based on the "
@@ -626,18 +818,18 @@ def fit_generator(model, generator, steps_per_epoch=None, epochs=1, verbose=1, c
 
     def epoch_batches(epoch):
         yield from _generator_batches(model, generator, steps_per_epoch, "training",
-                                      shuffle=shuffle)
+                                      shuffle=shuffle, class_weight=class_weight)
         if isinstance(generator, Sequence):
             generator.on_epoch_end()
     validation, arrays = None, False
     if validation_data is not None:
-        arrays = isinstance(validation_data, tuple) and len(validation_data) == 2 and \
+        arrays = isinstance(validation_data, tuple) and len(validation_data) in (2, 3) and \
             not isinstance(validation_data[0], Sequence)
         if arrays:
-            _, x_val, y_val = _standardize(model, *validation_data, "validation")
+            x_val, y_val, w_val = _validation_arrays(model, validation_data)
 
             def validation():
-                return _array_batches(x_val, y_val, 32)
+                return _array_batches(x_val, y_val, w_val, 32)
         else:
             def validation():
                 return _generator_batches(model, validation_data, validation_steps,
@@ -650,8 +842,9 @@ def fit_generator(model, generator, steps_per_epoch=None, epochs=1, verbose=1, c
 
 def evaluate_generator(model, generator, steps=None, callbacks=None, max_queue_size=10,
                        workers=1, use_multiprocessing=False, verbose=0):
-    """``evaluate`` over the ``(x, y)`` batches of a generator (``steps`` of them) or of a
-    Sequence; the loss is the mean over steps, metrics weighted by batch size (as TF 1.15)."""
+    """``evaluate`` over the ``(x, y)`` or ``(x, y, sample_weight)`` batches of a generator
+    (``steps`` of them) or of a Sequence; the loss is the mean over steps, metrics weighted by
+    batch size (as TF 1.15)."""
     c = _compiled(model, "evaluating")
     callbacks = _callbacks(model, callbacks, {"steps": steps, "samples": None,
                                               "verbose": verbose, "metrics": list(c.names)})
@@ -664,7 +857,8 @@ def evaluate_generator(model, generator, steps=None, callbacks=None, max_queue_s
 
 def predict_generator(model, generator, steps=None, callbacks=None, max_queue_size=10,
                       workers=1, use_multiprocessing=False, verbose=0):
-    """``predict`` over the batches (``x`` or ``(x, y)``) of a generator or of a Sequence."""
+    """``predict`` over the batches (``x``, ``(x, y)`` or ``(x, y, w)``) of a generator or of a
+    Sequence."""
     c = _compiled(model, "predicting")
     callbacks = _callbacks(model, callbacks, {"steps": steps, "samples": None,
                                               "verbose": verbose})

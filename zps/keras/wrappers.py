@@ -102,6 +102,7 @@ class Bidirectional(Wrapper):
                              "GRU, SimpleRNN), got %r" % (layer,))
         super().__init__(layer, **kwargs)
         self.forward_layer = layer.clone(name="forward_" + layer.name)
+        given_backward = None if backward_layer is None else layer_config(backward_layer)
         if backward_layer is None:
             backward_layer = layer.clone(name="backward_" + layer.name,
                                          go_backwards=not layer.go_backwards)
@@ -110,14 +111,17 @@ class Bidirectional(Wrapper):
             raise ValueError("Forward layer and backward layer should have the same "
                              "return_sequences and return_state")
         self.backward_layer = backward_layer
+        self._backward_config = given_backward   # Keras's config has it only when given
         for sub in (self.forward_layer, self.backward_layer):   # TF's: masked steps output 0
             sub.zero_output_for_mask = sub.return_sequences
         self.merge_mode = merge_mode
         self.return_sequences, self.return_state = layer.return_sequences, layer.return_state
 
     def get_config(self):
-        return dict(super().get_config(), merge_mode=self.merge_mode,
-                    backward_layer=layer_config(self.backward_layer))
+        config = dict(super().get_config(), merge_mode=self.merge_mode)
+        if self._backward_config is not None:
+            config["backward_layer"] = self._backward_config
+        return config
 
     @classmethod
     def from_config(cls, config, custom_objects=None):

@@ -21,7 +21,8 @@ communicate, no variable travels between the worker and the ps.
 >>> getter = tf.contrib.opt.ElasticAverageCustomGetter("/job:worker/task:0")
 """
 
-from zps.contrib.opt import _device_cond
+from zps.contrib.opt import _device_cond, _local_copies
+from zps.contrib.opt._local_copies import GLOBAL_VARIABLE_NAME
 from zps.framework import constant as constant_op
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, get_default_graph
@@ -32,23 +33,16 @@ from zps.ops import (
     math_ops,
     nn_ops,
     state_ops,
-    variable_scope,
     variables,
 )
-from zps.train import saver, session_run_hook
+from zps.train import saver
 from zps.train.optimizer import Optimizer
 
 LOCAL_VARIABLE_NAME = "local_center_variable"
-GLOBAL_VARIABLE_NAME = "global_center_variable"
 GLOBAL_STEP = "global_step"
 
 
-def _parts(var):
-    """The variables of ``var``: its partitions, or itself."""
-    return list(var) if hasattr(var, "_get_variable_list") else [var]
-
-
-class ElasticAverageCustomGetter:
+class ElasticAverageCustomGetter(_local_copies.CustomGetter):
     """A custom getter making each trainable variable a local one on ``worker_device``, with its
     global centre (placed by the enclosing device setter, normally on a ps) and local centre.
 
@@ -57,36 +51,20 @@ class ElasticAverageCustomGetter:
     on the worker).
     """
 
+    COMPANION = LOCAL_VARIABLE_NAME
+
     def __init__(self, worker_device):
-        self._worker_device = worker_device
-        self._local_map = {}    # local variable -> its local centre
-        self._global_map = {}   # local variable -> its global centre
+        super().__init__(worker_device)
+        self._local_map = self._companion_map   # local variable -> its local centre
 
     def __call__(self, getter, name, trainable, collections, *args, **kwargs):
-        graph = get_default_graph()
-        if not trainable:
-            kwargs["trainable"], kwargs["collections"] = trainable, collections
-            if collections is not None and GraphKeys.LOCAL_VARIABLES in collections:
-                with graph.device(self._worker_device):
-                    return getter(name, *args, **kwargs)
-            return getter(name, *args, **kwargs)
-        with graph.device(self._worker_device):
-            local_var = getter(name, *args, trainable=True,
-                               collections=[GraphKeys.LOCAL_VARIABLES], **kwargs)
-        if kwargs.get("reuse") is True:
-            return local_var
-        global_center = getter("%s/%s" % (GLOBAL_VARIABLE_NAME, name), *args, trainable=False,
-                               collections=[GraphKeys.GLOBAL_VARIABLES], **kwargs)
-        with graph.device(self._worker_device):
-            local_center = getter("%s/%s" % (LOCAL_VARIABLE_NAME, name), *args, trainable=False,
-                                  collections=[GraphKeys.LOCAL_VARIABLES], **kwargs)
-        for lv, lc, gc in zip(_parts(local_var), _parts(local_center), _parts(global_center)):
-            self._local_map[lv] = lc
-            self._global_map[lv] = gc
-        return local_var
+        if not trainable and collections is not None and GraphKeys.LOCAL_VARIABLES in collections:
+            with get_default_graph().device(self._worker_device):
+                return super().__call__(getter, name, trainable, collections, *args, **kwargs)
+        return super().__call__(getter, name, trainable, collections, *args, **kwargs)
 
 
-class ElasticAverageOptimizer(Optimizer):
+class ElasticAverageOptimizer(_local_copies.LocalCopyOptimizer):
     """Wrap ``opt`` (which updates the local variables) with EASGD's elastic exchange."""
 
     BETA = 0.9   # the paper's default
@@ -94,21 +72,18 @@ class ElasticAverageOptimizer(Optimizer):
     def __init__(self, opt, num_worker, ea_custom_getter, communication_period=10,
                  moving_rate=None, rho=None, use_locking=True, synchronous=False,
                  name="ElasticAverageOptimizer"):
-        super().__init__(use_locking, name)
-        self._opt = opt
-        self._num_worker = num_worker
-        self._period = communication_period
+        if rho is None and not isinstance(getattr(opt, "_learning_rate", None), int | float):
+            raise ValueError("ElasticAverageOptimizer's default rho is moving_rate / the wrapped "
+                             "optimizer's learning rate, but %s has no plain number for one: "
+                             "pass rho" % type(opt).__name__)
+        super().__init__(opt, num_worker, ea_custom_getter, communication_period, use_locking,
+                         name)
         self._local_map = ea_custom_getter._local_map
-        self._global_map = ea_custom_getter._global_map
         self._synchronous = synchronous
         if moving_rate is None:
             moving_rate = self.BETA / communication_period / num_worker
         self._moving_rate = moving_rate
         self._rho = self._moving_rate / self._opt._learning_rate if rho is None else rho
-        self._local_step = variable_scope.get_variable(
-            "local_step", initializer=0, trainable=False,
-            collections=[GraphKeys.LOCAL_VARIABLES])
-        self._opt._prepare()
 
     def compute_gradients(self, loss, var_list=None, gate_gradients=Optimizer.GATE_OP,
                           aggregation_method=None, colocate_gradients_with_ops=False,
@@ -116,11 +91,7 @@ class ElasticAverageOptimizer(Optimizer):
         """The wrapped optimizer's gradients of ``loss + rho * sum(l2_loss(v - local_center))``."""
         if not var_list:
             var_list = variables.trainable_variables()
-        missing = [v.name for v in var_list if v not in self._local_map]
-        if missing:
-            raise ValueError("ElasticAverageOptimizer: no centre for %s: create the trainable "
-                             "variables with tf.get_variable under the ElasticAverageCustomGetter "
-                             "given to this optimizer" % ", ".join(missing))
+        self._check_local(var_list)
         distance_loss = self._rho * math_ops.add_n(
             [nn_ops.l2_loss(math_ops.subtract(v, self._local_map[v])) for v in var_list])
         return self._opt.compute_gradients(loss + distance_loss, var_list, gate_gradients,
@@ -131,19 +102,8 @@ class ElasticAverageOptimizer(Optimizer):
         """Update the local variables; every ``communication_period`` local steps, exchange
         with the centre (and increment ``global_step``). Returns the op doing both."""
         grads_and_vars = list(grads_and_vars)
-        graph = get_default_graph()
-        global_old = {v.op.name for v in variables.global_variables()}
-        apply_updates = self._opt.apply_gradients(grads_and_vars)
-        # The wrapped optimizer's own variables (slots, Adam's powers) belong to this worker.
-        global_ref = graph.get_collection_ref(GraphKeys.GLOBAL_VARIABLES)
-        created = [v for v in global_ref if v.op.name not in global_old]
-        global_ref[:] = [v for v in global_ref if v.op.name in global_old]
-        graph.get_collection_ref(GraphKeys.LOCAL_VARIABLES).extend(created)
-        with graph.control_dependencies([apply_updates]):
-            local_update = state_ops.assign_add(self._local_step, 1,
-                                                name="local_step_update").op
-        with graph.control_dependencies([local_update]):
-            communicate = math_ops.equal(math_ops.floormod(self._local_step, self._period), 0)
+        apply_updates = self._apply_locally(grads_and_vars)
+        local_update, communicate = self._count_step(after=[apply_updates])
         local_vars = [v for g, v in grads_and_vars if g is not None]
         return control_flow_ops.group(
             self._exchange(communicate, local_vars, global_step), local_update)
@@ -201,7 +161,7 @@ class ElasticAverageOptimizer(Optimizer):
 
     def make_session_run_hook(self, is_chief, task_index):
         """The hook that starts this worker from the centre once its session is created."""
-        return _ElasticAverageOptimizerHook(self, is_chief, task_index)
+        return _local_copies.InitHook(self, task_index)   # the same on the chief
 
     def swapping_saver(self, var_list=None, name="swapping_saver", **kwargs):
         """A ``tf.train.Saver`` saving each trainable variable's global centre under the
@@ -216,7 +176,7 @@ class ElasticAverageOptimizer(Optimizer):
             var_list = {v.op.name if hasattr(v, "op") else v.name: v for v in var_list}
         swapped = {}
         for key, var in var_list.items():
-            parts = _parts(var)
+            parts = _local_copies.parts(var)
             if len(parts) == 1 and parts[0] is var:
                 swapped[key] = self._global_map.get(var, var)
             else:
@@ -239,21 +199,6 @@ def _barrier(num_worker, task_index, after, center):
             ops.append(control_flow_ops.no_op() if i == task_index else q.enqueue(token))
     ops.append(queues[task_index].dequeue_many(num_worker - 1))
     return control_flow_ops.group(*ops)
-
-
-class _ElasticAverageOptimizerHook(session_run_hook.SessionRunHook):
-    """Runs ``get_init_op(task_index)`` once the session is created."""
-
-    def __init__(self, ea_optimizer, is_chief, task_index):
-        self._ea_optimizer = ea_optimizer
-        self._is_chief = is_chief
-        self._task_index = task_index
-
-    def begin(self):
-        self._variable_init_op = self._ea_optimizer.get_init_op(self._task_index)
-
-    def after_create_session(self, session, coord):
-        session.run(self._variable_init_op)
 
 
 __all__ = ["ElasticAverageCustomGetter", "ElasticAverageOptimizer", "GLOBAL_VARIABLE_NAME",

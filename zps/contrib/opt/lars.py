@@ -17,13 +17,13 @@ plain rate, and so do sparse gradients (TF1: momentum's sparse update). The slot
 [2.6464 3.6464]
 """
 
-from zps.framework.graph import convert_to_tensor
 from zps.ops import array_ops, linalg_ops, math_ops, training_ops
-from zps.train.optimizer import Optimizer, cast_to
+from zps.train.momentum import MomentumOptimizer
 
 
-class LARSOptimizer(Optimizer):
-    """Momentum with a per-variable trust ratio scaling the learning rate (dense gradients)."""
+class LARSOptimizer(MomentumOptimizer):
+    """Momentum with a per-variable trust ratio scaling the learning rate (dense gradients;
+    sparse ones take ``MomentumOptimizer``'s update)."""
 
     def __init__(self, learning_rate, momentum=0.9, weight_decay=0.0001, eeta=0.001,
                  epsilon=0.0, name="LARSOptimizer", skip_list=None, use_nesterov=False):
@@ -31,19 +31,12 @@ class LARSOptimizer(Optimizer):
             raise ValueError("momentum should be positive: %s" % momentum)
         if weight_decay < 0.0:
             raise ValueError("weight_decay should be positive: %s" % weight_decay)
-        super().__init__(use_locking=False, name=name)
-        self._learning_rate = learning_rate
-        self._momentum = momentum
+        super().__init__(learning_rate, momentum, use_locking=False, name=name,
+                         use_nesterov=use_nesterov)
         self._weight_decay = weight_decay
         self._eeta = eeta
         self._epsilon = epsilon
         self._skip_list = skip_list
-        self._use_nesterov = use_nesterov
-        self._learning_rate_tensor = self._momentum_tensor = None
-
-    def _create_slots(self, var_list):
-        for v in var_list:
-            self._zeros_slot(v, "momentum", self._name)
 
     def compute_lr(self, grad, var):
         """The learning rate of ``var``'s dense update: the base rate times the trust ratio."""
@@ -61,22 +54,10 @@ class LARSOptimizer(Optimizer):
             scaled_lr = self._learning_rate * trust_ratio
         return scaled_lr
 
-    def _prepare(self):
-        self._learning_rate_tensor = convert_to_tensor(
-            self._call_if_callable(self._learning_rate), name="learning_rate")
-        self._momentum_tensor = convert_to_tensor(self._call_if_callable(self._momentum),
-                                                  name="momentum")
-
     def _apply_dense(self, grad, var):
         return training_ops.apply_momentum(
             var, self.get_slot(var, "momentum"), self.compute_lr(grad, var), grad,
             self._momentum, use_locking=False, use_nesterov=self._use_nesterov).op
-
-    def _apply_sparse(self, grad, var):
-        return training_ops.sparse_apply_momentum(
-            var, self.get_slot(var, "momentum"), cast_to(self._learning_rate_tensor, var),
-            grad.values, grad.indices, cast_to(self._momentum_tensor, var),
-            use_locking=self._use_locking, use_nesterov=self._use_nesterov).op
 
 
 __all__ = ["LARSOptimizer"]

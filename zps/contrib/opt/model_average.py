@@ -17,74 +17,45 @@ task involved (see _device_cond.py): between averagings nothing travels to the p
 >>> getter = tf.contrib.opt.ModelAverageCustomGetter("/job:worker/task:0")
 """
 
-from zps.contrib.opt import _device_cond
+from zps.contrib.opt import _device_cond, _local_copies
+from zps.contrib.opt._local_copies import GLOBAL_VARIABLE_NAME
 from zps.framework import constant as constant_op
 from zps.framework import dtypes
-from zps.framework.graph import GraphKeys, get_default_graph
+from zps.framework.graph import get_default_graph
 from zps.ops import (
     array_ops,
     control_flow_ops,
     data_flow_ops,
-    math_ops,
     state_ops,
-    variable_scope,
     variables,
 )
 from zps.train import session_run_hook
-from zps.train.optimizer import Optimizer
-
-GLOBAL_VARIABLE_NAME = "global_center_variable"
 
 
-class ModelAverageCustomGetter:
+class ModelAverageCustomGetter(_local_copies.CustomGetter):
     """A custom getter making each trainable variable a local one on ``worker_device``, with its
     global variable (placed by the enclosing device setter, normally on a ps).
 
     Use it with ``tf.get_variable`` under ``tf.variable_scope("", custom_getter=...)`` and
-    ``tf.train.replica_device_setter``; non-trainable variables pass through.
+    ``tf.train.replica_device_setter``; non-trainable variables pass through. (TF1 initializes
+    the global variable from the local one; both start from the same initializer here, and the
+    hook copies the global variables to every worker anyway.)
     """
 
     def __init__(self, worker_device):
-        self._worker_device = worker_device
-        self._local_2_global = {}
-
-    def __call__(self, getter, name, trainable, collections, *args, **kwargs):
-        if not trainable:
-            return getter(name, *args, trainable=trainable, collections=collections, **kwargs)
-        with get_default_graph().device(self._worker_device):
-            local_var = getter(name, *args, trainable=True,
-                               collections=[GraphKeys.LOCAL_VARIABLES], **kwargs)
-        if kwargs.get("reuse") is True:
-            return local_var
-        # TF1 initializes the global variable from the local one; both start from the same
-        # initializer here, and the hook copies the global variables to every worker anyway.
-        self._local_2_global[local_var] = getter(
-            "%s/%s" % (GLOBAL_VARIABLE_NAME, name), *args, trainable=False,
-            collections=[GraphKeys.GLOBAL_VARIABLES], **kwargs)
-        return local_var
+        super().__init__(worker_device)
+        self._local_2_global = self._global_map
 
 
-class ModelAverageOptimizer(Optimizer):
+class ModelAverageOptimizer(_local_copies.LocalCopyOptimizer):
     """Wrap ``opt`` (which updates the local variables) with periodic synchronous averaging."""
 
     def __init__(self, opt, num_worker, is_chief, ma_custom_getter, interval_steps=100,
                  use_locking=True, name="ModelAverageOptimizer"):
-        super().__init__(use_locking, name)
-        self._opt = opt
-        self._num_worker = num_worker
+        super().__init__(opt, num_worker, ma_custom_getter, interval_steps, use_locking, name)
         self._is_chief = is_chief
-        self._local_2_global = ma_custom_getter._local_2_global
-        self._interval_steps = interval_steps
         self._accumulator_list = []
         self._chief_init_op = None
-        self._local_step = variable_scope.get_variable(
-            "local_step", initializer=0, trainable=False,
-            collections=[GraphKeys.LOCAL_VARIABLES])
-        self._opt._prepare()
-
-    def compute_gradients(self, *args, **kwargs):
-        """The wrapped optimizer's gradients."""
-        return self._opt.compute_gradients(*args, **kwargs)
 
     def _local_vars_update(self, var_list):
         """The op copying each global variable into its local one."""
@@ -94,7 +65,7 @@ class ModelAverageOptimizer(Optimizer):
         update_ops = []
         for lvar in var_list:
             with graph.device(lvar.device):
-                update_ops.append(state_ops.assign(lvar, self._local_2_global[lvar].read_value()))
+                update_ops.append(state_ops.assign(lvar, self._global_map[lvar].read_value()))
         return control_flow_ops.group(*update_ops)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
@@ -106,20 +77,11 @@ class ModelAverageOptimizer(Optimizer):
         if global_step is None:
             raise ValueError("Global step is required")
         graph = get_default_graph()
+        # TF1 leaves the wrapped optimizer's variables global here.
         apply_updates = self._opt.apply_gradients(grads_and_vars)
-        with graph.control_dependencies([apply_updates]):
-            local_update = state_ops.assign_add(self._local_step, 1,
-                                                name="local_step_update").op
-        with graph.control_dependencies([local_update]):
-            average = math_ops.equal(
-                math_ops.floormod(self._local_step, self._interval_steps), 0)
+        local_update, average = self._count_step(after=[apply_updates])
         local_vars = [v for g, v in grads_and_vars if g is not None]
-        missing = [v.name for v in local_vars if v not in self._local_2_global]
-        if missing:
-            raise ValueError("ModelAverageOptimizer: no global variable for %s: create the "
-                             "trainable variables with tf.get_variable under the "
-                             "ModelAverageCustomGetter given to this optimizer"
-                             % ", ".join(missing))
+        self._check_local(local_vars)
         done = self._average(average, local_vars, global_step)
         chief_init_ops = []
         for accum, device in self._accumulator_list:
@@ -133,7 +95,7 @@ class ModelAverageOptimizer(Optimizer):
         ones (the chief, on their ps), hand out tokens or wait for one (the global step's ps),
         copy the global variables back (worker)."""
         graph = get_default_graph()
-        global_vars = [self._local_2_global[v] for v in local_vars]
+        global_vars = [self._global_map[v] for v in local_vars]
         with graph.colocate_with(global_step):
             sync_queue = data_flow_ops.FIFOQueue(-1, [dtypes.bool], shapes=[[]],
                                                  shared_name="sync_queue")

@@ -208,6 +208,19 @@ class _BaseAttentionMechanism(AttentionMechanism):
         """The mechanism's first state: ``initial_alignments``."""
         return self.initial_alignments(batch_size, dtype)
 
+    def __call__(self, query, state):
+        """``(alignments, next_state)`` for ``query`` (``[batch, num_units]`` for Luong's
+        mechanisms): ``probability_fn`` of the masked scores, which are also the next state."""
+        with variable_scope.variable_scope(None, self._scope_name, [query]):
+            score = self._score(query)
+        alignments = self._probability_fn(score, state)
+        return alignments, alignments
+
+
+def _projection(num_units, name, dtype):
+    """A bias-free ``Dense``: a mechanism's query or memory layer, a wrapper's attention layer."""
+    return layers_impl.Dense(num_units, name=name, use_bias=False, dtype=dtype)
+
 
 def _luong_score(query, keys, scale):
     depth = query.get_shape()[-1].value
@@ -219,20 +232,24 @@ def _luong_score(query, keys, scale):
             "keys' dimension (%s)?" % (query, depth, keys, key_units, key_units))
     score = array_ops.squeeze(math_ops.matmul(array_ops.expand_dims(query, 1), keys,
                                               transpose_b=True), [1])
-    return score if scale is None else scale * score
+    if not scale:
+        return score
+    g = variable_scope.get_variable("attention_g", dtype=query.dtype, shape=(),
+                                    initializer=init_ops.ones_initializer())
+    return g * score
 
 
 class LuongAttention(_BaseAttentionMechanism):
     """Multiplicative attention: ``score = g * query . (W memory)`` (``g``, a learned scalar
     ``attention_g``, only with ``scale``). The query must have ``num_units`` units."""
 
+    _scope_name = "luong_attention"
+
     def __init__(self, num_units, memory, memory_sequence_length=None, scale=False,
                  probability_fn=None, score_mask_value=None, dtype=None, name="LuongAttention"):
         probability_fn = probability_fn or nn_ops.softmax
         super().__init__(
-            query_layer=None,
-            memory_layer=layers_impl.Dense(num_units, name="memory_layer", use_bias=False,
-                                           dtype=dtype),
+            query_layer=None, memory_layer=_projection(num_units, "memory_layer", dtype),
             memory=memory, probability_fn=lambda score, _: probability_fn(score),
             memory_sequence_length=memory_sequence_length, score_mask_value=score_mask_value,
             name=name)
@@ -240,16 +257,8 @@ class LuongAttention(_BaseAttentionMechanism):
         self._scale = scale
         self._name = name
 
-    def __call__(self, query, state):
-        """``(alignments, next_state)`` for ``query`` ``[batch, num_units]``."""
-        with variable_scope.variable_scope(None, "luong_attention", [query]):
-            g = None
-            if self._scale:
-                g = variable_scope.get_variable("attention_g", dtype=query.dtype, shape=(),
-                                                initializer=init_ops.ones_initializer())
-            score = _luong_score(query, self._keys, g)
-        alignments = self._probability_fn(score, state)
-        return alignments, alignments
+    def _score(self, query):
+        return _luong_score(query, self._keys, self._scale)
 
 
 def _bahdanau_score(processed_query, keys, normalize):
@@ -272,15 +281,15 @@ class BahdanauAttention(_BaseAttentionMechanism):
     """Additive attention: ``score = v . tanh(W1 memory + W2 query)``; with ``normalize``,
     ``v`` is weight-normalized (``g * v / |v|``) and a bias ``b`` is added inside the tanh."""
 
+    _scope_name = "bahdanau_attention"
+
     def __init__(self, num_units, memory, memory_sequence_length=None, normalize=False,
                  probability_fn=None, score_mask_value=None, dtype=None,
                  name="BahdanauAttention"):
         probability_fn = probability_fn or nn_ops.softmax
         super().__init__(
-            query_layer=layers_impl.Dense(num_units, name="query_layer", use_bias=False,
-                                          dtype=dtype),
-            memory_layer=layers_impl.Dense(num_units, name="memory_layer", use_bias=False,
-                                           dtype=dtype),
+            query_layer=_projection(num_units, "query_layer", dtype),
+            memory_layer=_projection(num_units, "memory_layer", dtype),
             memory=memory, probability_fn=lambda score, _: probability_fn(score),
             memory_sequence_length=memory_sequence_length, score_mask_value=score_mask_value,
             name=name)
@@ -288,16 +297,31 @@ class BahdanauAttention(_BaseAttentionMechanism):
         self._normalize = normalize
         self._name = name
 
-    def __call__(self, query, state):
-        """``(alignments, next_state)`` for ``query`` ``[batch, query_depth]``."""
-        with variable_scope.variable_scope(None, "bahdanau_attention", [query]):
-            score = _bahdanau_score(self._query_layer(query), self._keys, self._normalize)
-        alignments = self._probability_fn(score, state)
-        return alignments, alignments
+    def _score(self, query):
+        return _bahdanau_score(self._query_layer(query), self._keys, self._normalize)
 
 
 class _BaseMonotonicAttentionMechanism(_BaseAttentionMechanism):
-    """Monotonic mechanisms start with all attention on the first memory entry."""
+    """Monotonic mechanisms: scores plus a learned ``attention_score_bias`` (from
+    ``score_bias_init``), turned into alignments by ``monotonic_attention`` (with optional
+    pre-sigmoid noise); all attention starts on the first memory entry."""
+
+    def __init__(self, query_layer, memory_layer, memory, memory_sequence_length,
+                 score_mask_value, sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode,
+                 name):
+        super().__init__(
+            query_layer=query_layer, memory_layer=memory_layer, memory=memory,
+            probability_fn=functools.partial(_monotonic_probability_fn,
+                                             sigmoid_noise=sigmoid_noise, mode=mode,
+                                             seed=sigmoid_noise_seed),
+            memory_sequence_length=memory_sequence_length, score_mask_value=score_mask_value,
+            name=name)
+        self._score_bias_init = score_bias_init
+
+    def _biased(self, score):
+        return score + variable_scope.get_variable(
+            "attention_score_bias", dtype=score.dtype,
+            initializer=convert_to_tensor(self._score_bias_init, score.dtype))
 
     def initial_alignments(self, batch_size, dtype):
         return array_ops.one_hot(array_ops.zeros(array_ops.stack([batch_size]), dtypes.int32),
@@ -308,72 +332,44 @@ class BahdanauMonotonicAttention(_BaseMonotonicAttentionMechanism):
     """Bahdanau scores plus a learned ``attention_score_bias``, turned into a monotonic
     alignment by ``monotonic_attention`` (with optional pre-sigmoid noise)."""
 
+    _scope_name = "bahdanau_monotonic_attention"
+
     def __init__(self, num_units, memory, memory_sequence_length=None, normalize=False,
                  score_mask_value=None, sigmoid_noise=0.0, sigmoid_noise_seed=None,
                  score_bias_init=0.0, mode="parallel", dtype=None,
                  name="BahdanauMonotonicAttention"):
         dtype = dtype or dtypes.float32
-        super().__init__(
-            query_layer=layers_impl.Dense(num_units, name="query_layer", use_bias=False,
-                                          dtype=dtype),
-            memory_layer=layers_impl.Dense(num_units, name="memory_layer", use_bias=False,
-                                           dtype=dtype),
-            memory=memory, probability_fn=functools.partial(
-                _monotonic_probability_fn, sigmoid_noise=sigmoid_noise, mode=mode,
-                seed=sigmoid_noise_seed),
-            memory_sequence_length=memory_sequence_length, score_mask_value=score_mask_value,
-            name=name)
+        super().__init__(_projection(num_units, "query_layer", dtype),
+                         _projection(num_units, "memory_layer", dtype), memory,
+                         memory_sequence_length, score_mask_value, sigmoid_noise,
+                         sigmoid_noise_seed, score_bias_init, mode, name)
         self._num_units = num_units
         self._normalize = normalize
-        self._score_bias_init = score_bias_init
 
-    def __call__(self, query, state):
-        """``(alignments, next_state)``."""
-        with variable_scope.variable_scope(None, "bahdanau_monotonic_attention", [query]):
-            processed_query = self._query_layer(query)
-            score = _bahdanau_score(processed_query, self._keys, self._normalize)
-            score = score + variable_scope.get_variable(
-                "attention_score_bias", dtype=processed_query.dtype,
-                initializer=convert_to_tensor(self._score_bias_init, processed_query.dtype))
-        alignments = self._probability_fn(score, state)
-        return alignments, alignments
+    def _score(self, query):
+        return self._biased(_bahdanau_score(self._query_layer(query), self._keys,
+                                            self._normalize))
 
 
 class LuongMonotonicAttention(_BaseMonotonicAttentionMechanism):
     """Luong scores plus a learned ``attention_score_bias``, turned into a monotonic
     alignment by ``monotonic_attention`` (with optional pre-sigmoid noise)."""
 
+    _scope_name = "luong_monotonic_attention"
+
     def __init__(self, num_units, memory, memory_sequence_length=None, scale=False,
                  score_mask_value=None, sigmoid_noise=0.0, sigmoid_noise_seed=None,
                  score_bias_init=0.0, mode="parallel", dtype=None,
                  name="LuongMonotonicAttention"):
         dtype = dtype or dtypes.float32
-        super().__init__(
-            query_layer=None,
-            memory_layer=layers_impl.Dense(num_units, name="memory_layer", use_bias=False,
-                                           dtype=dtype),
-            memory=memory, probability_fn=functools.partial(
-                _monotonic_probability_fn, sigmoid_noise=sigmoid_noise, mode=mode,
-                seed=sigmoid_noise_seed),
-            memory_sequence_length=memory_sequence_length, score_mask_value=score_mask_value,
-            name=name)
+        super().__init__(None, _projection(num_units, "memory_layer", dtype), memory,
+                         memory_sequence_length, score_mask_value, sigmoid_noise,
+                         sigmoid_noise_seed, score_bias_init, mode, name)
         self._num_units = num_units
         self._scale = scale
-        self._score_bias_init = score_bias_init
 
-    def __call__(self, query, state):
-        """``(alignments, next_state)``."""
-        with variable_scope.variable_scope(None, "luong_monotonic_attention", [query]):
-            g = None
-            if self._scale:
-                g = variable_scope.get_variable("attention_g", dtype=query.dtype, shape=(),
-                                                initializer=init_ops.ones_initializer())
-            score = _luong_score(query, self._keys, g)
-            score = score + variable_scope.get_variable(
-                "attention_score_bias", dtype=query.dtype,
-                initializer=convert_to_tensor(self._score_bias_init, query.dtype))
-        alignments = self._probability_fn(score, state)
-        return alignments, alignments
+    def _score(self, query):
+        return self._biased(_luong_score(query, self._keys, self._scale))
 
 
 class AttentionWrapperState(collections.namedtuple(
@@ -447,9 +443,8 @@ class AttentionWrapper(rnn_cell_impl.RNNCell):
                 raise ValueError("If provided, attention_layer_size must contain exactly one "
                                  "integer per attention_mechanism, saw: %d vs %d"
                                  % (len(sizes), len(mechanisms)))
-            self._attention_layers = tuple(
-                layers_impl.Dense(size, name="attention_layer", use_bias=False,
-                                  dtype=mechanisms[i].dtype) for i, size in enumerate(sizes))
+            self._attention_layers = tuple(_projection(size, "attention_layer", m.dtype)
+                                           for size, m in zip(sizes, mechanisms))
             self._attention_layer_size = sum(sizes)
         elif attention_layer is not None:
             layers = tuple(attention_layer if isinstance(attention_layer, list | tuple)

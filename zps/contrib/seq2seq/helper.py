@@ -54,6 +54,27 @@ def _static_size(vector):
     return n if n is not None else array_ops.size(vector)
 
 
+def _argmax_ids(outputs):
+    """The int32 argmax of ``outputs`` on the last axis: a greedy step's sample ids."""
+    return math_ops.cast(math_ops.argmax(outputs, axis=-1), dtypes.int32)
+
+
+class _ScalarIdsHelper(Helper):
+    """A helper whose sample id is one int32 per example; the batch size is ``_batch_size``."""
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return TensorShape([])
+
+    @property
+    def sample_ids_dtype(self):
+        return dtypes.int32
+
+
 def _embedding_fn(embedding):
     if callable(embedding):
         return embedding
@@ -103,7 +124,7 @@ class CustomHelper(Helper):
                                     sample_ids=sample_ids)
 
 
-class TrainingHelper(Helper):
+class TrainingHelper(_ScalarIdsHelper):
     """Teacher forcing: step ``t`` reads ``inputs[:, t]`` (``[batch, time, ...]``, or
     ``[time, batch, ...]`` with ``time_major``); an example is finished after
     ``sequence_length`` steps. Sample ids are the argmax of the outputs."""
@@ -130,18 +151,6 @@ class TrainingHelper(Helper):
     def sequence_length(self):
         return self._sequence_length
 
-    @property
-    def batch_size(self):
-        return self._batch_size
-
-    @property
-    def sample_ids_shape(self):
-        return TensorShape([])
-
-    @property
-    def sample_ids_dtype(self):
-        return dtypes.int32
-
     def _read(self, time, finished):
         """The inputs of step ``time``; zeros once every example is finished (TF1's, which
         also keeps the read inside the inputs' time range)."""
@@ -160,7 +169,7 @@ class TrainingHelper(Helper):
 
     def sample(self, time, outputs, name=None, **unused_kwargs):
         with get_default_graph().name_scope(name or "TrainingHelperSample"):
-            return math_ops.cast(math_ops.argmax(outputs, axis=-1), dtypes.int32)
+            return _argmax_ids(outputs)
 
     def next_inputs(self, time, outputs, state, name=None, **unused_kwargs):
         with get_default_graph().name_scope(name or "TrainingHelperNextInputs"):
@@ -301,7 +310,7 @@ class InferenceHelper(Helper):
         return self._end_fn(sample_ids), next_inputs, state
 
 
-class GreedyEmbeddingHelper(Helper):
+class GreedyEmbeddingHelper(_ScalarIdsHelper):
     """Inference: the next input is the embedding of the argmax of the outputs; an example is
     finished when it emits ``end_token``. ``embedding`` is the embedding matrix or a function
     of the ids."""
@@ -318,18 +327,6 @@ class GreedyEmbeddingHelper(Helper):
         self._batch_size = _static_size(self._start_tokens)
         self._start_inputs = self._embedding_fn(self._start_tokens)
 
-    @property
-    def batch_size(self):
-        return self._batch_size
-
-    @property
-    def sample_ids_shape(self):
-        return TensorShape([])
-
-    @property
-    def sample_ids_dtype(self):
-        return dtypes.int32
-
     def initialize(self, name=None):
         finished = array_ops.zeros_like(self._start_tokens, dtype=dtypes.bool)
         return finished, self._start_inputs
@@ -337,7 +334,7 @@ class GreedyEmbeddingHelper(Helper):
     def sample(self, time, outputs, state, name=None):
         if isinstance(outputs, list | tuple):
             raise TypeError("Expected outputs to be a single Tensor, got: %s" % type(outputs))
-        return math_ops.cast(math_ops.argmax(outputs, axis=-1), dtypes.int32)
+        return _argmax_ids(outputs)
 
     def next_inputs(self, time, outputs, state, sample_ids, name=None):
         finished = math_ops.equal(sample_ids, self._end_token)

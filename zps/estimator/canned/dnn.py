@@ -1,5 +1,5 @@
-"""``DNNRegressor`` and ``DNNClassifier``: fully connected layers over ``tf.feature_column``
-inputs, under a head.
+"""``DNNRegressor``, ``DNNClassifier`` and ``DNNEstimator`` (any head): fully connected layers
+over ``tf.feature_column`` inputs, under a head.
 
 >>> import tempfile, numpy as np, zps as tf
 >>> x = tf.feature_column.numeric_column("x", shape=[2])
@@ -19,7 +19,7 @@ from zps.ops import feature_column_impl, init_ops, layers_impl, nn_ops, variable
 from zps.ops.losses_impl import Reduction
 from zps.train import training_util
 
-__all__ = ["DNNClassifier", "DNNRegressor"]
+__all__ = ["DNNClassifier", "DNNEstimator", "DNNRegressor"]
 
 _LEARNING_RATE = 0.05
 
@@ -38,6 +38,18 @@ def dnn_logits(features, mode, feature_columns, hidden_units, units, activation_
             net = layers_impl.dropout(net, rate=dropout, training=True)
     return layers_impl.dense(net, units, kernel_initializer=init_ops.glorot_uniform_initializer(),
                              name="logits")
+
+
+def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn, dropout,
+                         input_layer_partitioner, batch_norm):
+    """``tf.estimator.experimental.dnn_logit_fn_builder``: a ``logit_fn(features, mode)``
+    giving ``units`` logits of the canned DNN (``hidden_units`` layers)."""
+    check_dnn_args(hidden_units, feature_columns, batch_norm)
+
+    def dnn_logit_fn(features, mode):
+        return dnn_logits(features, mode, feature_columns, hidden_units, units, activation_fn,
+                          dropout, input_layer_partitioner)
+    return dnn_logit_fn
 
 
 def check_dnn_args(hidden_units, feature_columns, batch_norm):
@@ -69,6 +81,18 @@ class _DNNEstimator(Estimator):
                          warm_start_from=warm_start_from)
 
 
+class DNNEstimator(_DNNEstimator):
+    """A feed-forward network (ReLU layers of ``hidden_units``, Adagrad) under ``head`` (e.g.
+    ``tf.contrib.estimator.regression_head()``)."""
+
+    def __init__(self, head, hidden_units, feature_columns, model_dir=None, optimizer="Adagrad",
+                 activation_fn=nn_ops.relu, dropout=None, input_layer_partitioner=None,
+                 config=None, warm_start_from=None, batch_norm=False):
+        super().__init__(head_lib.check_head(head), hidden_units, feature_columns, model_dir,
+                         optimizer, activation_fn, dropout, input_layer_partitioner, config,
+                         warm_start_from, batch_norm)
+
+
 class DNNRegressor(_DNNEstimator):
     """A feed-forward regression network (ReLU layers of ``hidden_units``, Adagrad)."""
 
@@ -76,7 +100,7 @@ class DNNRegressor(_DNNEstimator):
                  weight_column=None, optimizer="Adagrad", activation_fn=nn_ops.relu,
                  dropout=None, input_layer_partitioner=None, config=None, warm_start_from=None,
                  loss_reduction=Reduction.SUM, batch_norm=False):
-        head = head_lib.regression_head(label_dimension, weight_column, loss_reduction)
+        head = head_lib.regression_head(weight_column, label_dimension, loss_reduction)
         super().__init__(head, hidden_units, feature_columns, model_dir, optimizer,
                          activation_fn, dropout, input_layer_partitioner, config,
                          warm_start_from, batch_norm)

@@ -1,5 +1,6 @@
-"""``DNNLinearCombinedClassifier`` / ``Regressor`` ("wide & deep"): the sum of a linear model's
-and a DNN's logits, each part trained by its own optimizer (FTRL and Adagrad by default)."""
+"""``DNNLinearCombinedClassifier`` / ``Regressor`` / ``Estimator`` (any head) ("wide & deep"):
+the sum of a linear model's and a DNN's logits, each part trained by its own optimizer (FTRL and
+Adagrad by default)."""
 
 from zps.estimator.canned import head as head_lib
 from zps.estimator.canned.dnn import check_dnn_args, dnn_logits
@@ -11,7 +12,8 @@ from zps.ops import control_flow_ops, nn_ops, state_ops, variable_scope
 from zps.ops.losses_impl import Reduction
 from zps.train import training_util
 
-__all__ = ["DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor"]
+__all__ = ["DNNLinearCombinedClassifier", "DNNLinearCombinedEstimator",
+           "DNNLinearCombinedRegressor"]
 
 _DNN_LEARNING_RATE = 0.001
 
@@ -79,6 +81,21 @@ class DNNLinearCombinedClassifier(_CombinedEstimator):
                          batch_norm, linear_sparse_combiner)
 
 
+class DNNLinearCombinedEstimator(_CombinedEstimator):
+    """A wide (linear) & deep (DNN) model under ``head`` (e.g.
+    ``tf.contrib.estimator.binary_classification_head()``)."""
+
+    def __init__(self, head, model_dir=None, linear_feature_columns=None,
+                 linear_optimizer="Ftrl", dnn_feature_columns=None, dnn_optimizer="Adagrad",
+                 dnn_hidden_units=None, dnn_activation_fn=nn_ops.relu, dnn_dropout=None,
+                 input_layer_partitioner=None, config=None, batch_norm=False,
+                 linear_sparse_combiner="sum"):
+        super().__init__(head_lib.check_head(head), model_dir, linear_feature_columns,
+                         linear_optimizer, dnn_feature_columns, dnn_optimizer, dnn_hidden_units,
+                         dnn_activation_fn, dnn_dropout, input_layer_partitioner, config, None,
+                         batch_norm, linear_sparse_combiner)
+
+
 class DNNLinearCombinedRegressor(_CombinedEstimator):
     """A wide (linear) & deep (DNN) regressor."""
 
@@ -88,7 +105,7 @@ class DNNLinearCombinedRegressor(_CombinedEstimator):
                  weight_column=None, input_layer_partitioner=None, config=None,
                  warm_start_from=None, loss_reduction=Reduction.SUM, batch_norm=False,
                  linear_sparse_combiner="sum"):
-        head = head_lib.regression_head(label_dimension, weight_column, loss_reduction)
+        head = head_lib.regression_head(weight_column, label_dimension, loss_reduction)
         super().__init__(head, model_dir, linear_feature_columns, linear_optimizer,
                          dnn_feature_columns, dnn_optimizer, dnn_hidden_units, dnn_activation_fn,
                          dnn_dropout, input_layer_partitioner, config, warm_start_from,

@@ -2,7 +2,10 @@
 
 The loss of a batch is the per-example loss weighted and reduced by ``loss_reduction`` (TF1's v1
 canned estimators default to ``Reduction.SUM``: summed over the batch); ``average_loss`` is the
-weighted mean per-example loss over the whole evaluation.
+weighted mean per-example loss over the whole evaluation. ``regression_head``,
+``binary_classification_head`` and ``multi_class_head`` make heads as TF1's
+``tf.contrib.estimator`` does (``Reduction.SUM_OVER_BATCH_SIZE`` by default) for the
+``*Estimator(head, ...)`` classes.
 
 In PREDICT mode a head gives TF1's ``export_outputs`` too: a classification head serves a
 ``ClassificationOutput`` (every class id as a string, with its probability) under
@@ -166,6 +169,31 @@ class MultiClassHead(_Head):
         return {ACCURACY: metrics_impl.accuracy(labels, predictions["class_ids"], weights=weights)}
 
 
+class MultiLabelHead(_Head):
+    """Sigmoid cross entropy per class, averaged over the ``n_classes`` classes; labels are
+    multi-hot ``[batch, n_classes]`` (0 or 1 per class)."""
+
+    def _labels(self, labels):
+        return math_ops.cast(super()._labels(labels), dtypes.float32)
+
+    def _predictions(self, logits):
+        return {"logits": logits, "probabilities": math_ops.sigmoid(logits)}
+
+    def _export_outputs(self, predictions):
+        return _classification_export_outputs(predictions, self.logits_dimension)
+
+    def _unreduced_loss(self, labels, logits):
+        return math_ops.reduce_mean(nn_ops.sigmoid_cross_entropy_with_logits(
+            labels=labels, logits=logits), axis=-1, keepdims=True)
+
+    def _metrics(self, labels, predictions, weights):
+        probabilities = predictions["probabilities"]
+        if weights is not None:         # one weight per example: the same for each class
+            weights = weights * array_ops.ones_like(probabilities)
+        return {AUC: metrics_impl.auc(labels, probabilities, weights=weights, curve="ROC"),
+                AUC_PR: metrics_impl.auc(labels, probabilities, weights=weights, curve="PR")}
+
+
 def _classification_export_outputs(predictions, n_classes):
     """TF1's: the probabilities of every class, the classes being the class ids as strings
     (``[["0", "1", ...]] * batch``); and all predictions."""
@@ -181,9 +209,7 @@ def _classification_export_outputs(predictions, n_classes):
 
 def classification_head(n_classes, weight_column, label_vocabulary, loss_reduction):
     """The binary head for 2 classes, else the multi-class one."""
-    if label_vocabulary is not None:
-        raise NotImplementedError("label_vocabulary is not supported by zps's canned "
-                                  "estimators: map the labels to class ids in input_fn.")
+    _check_unsupported(label_vocabulary=label_vocabulary)
     if n_classes is None or n_classes < 2:
         raise ValueError("n_classes must be > 1 for classification: %s" % (n_classes,))
     if n_classes == 2:
@@ -191,7 +217,67 @@ def classification_head(n_classes, weight_column, label_vocabulary, loss_reducti
     return MultiClassHead(n_classes, weight_column, loss_reduction)
 
 
-def regression_head(label_dimension, weight_column, loss_reduction):
+def regression_head(weight_column=None, label_dimension=1,
+                    loss_reduction=losses_impl.Reduction.SUM_OVER_BATCH_SIZE, loss_fn=None,
+                    inverse_link_fn=None, name=None):
+    """TF1's ``tf.contrib.estimator.regression_head``: squared error over ``label_dimension``
+    outputs, for ``LinearEstimator``, ``DNNEstimator``, ``DNNLinearCombinedEstimator`` and
+    ``BaselineEstimator``."""
+    _check_unsupported(loss_fn=loss_fn, inverse_link_fn=inverse_link_fn, name=name)
     if label_dimension < 1:
         raise ValueError("Invalid label_dimension %s." % (label_dimension,))
     return RegressionHead(label_dimension, weight_column, loss_reduction)
+
+
+def binary_classification_head(weight_column=None, thresholds=None, label_vocabulary=None,
+                               loss_reduction=losses_impl.Reduction.SUM_OVER_BATCH_SIZE,
+                               loss_fn=None, name=None):
+    """TF1's ``tf.contrib.estimator.binary_classification_head``: sigmoid cross entropy on one
+    logit; labels 0 or 1."""
+    _check_unsupported(thresholds=thresholds, label_vocabulary=label_vocabulary,
+                       loss_fn=loss_fn, name=name)
+    return BinaryClassHead(weight_column, loss_reduction)
+
+
+def multi_class_head(n_classes, weight_column=None, label_vocabulary=None,
+                     loss_reduction=losses_impl.Reduction.SUM_OVER_BATCH_SIZE, loss_fn=None,
+                     name=None):
+    """TF1's ``tf.contrib.estimator.multi_class_head``: softmax cross entropy over
+    ``n_classes`` (> 2) logits; labels are class ids."""
+    _check_unsupported(label_vocabulary=label_vocabulary, loss_fn=loss_fn, name=name)
+    if n_classes is None or n_classes <= 2:
+        raise ValueError("n_classes must be > 2: %s." % (n_classes,))
+    return MultiClassHead(n_classes, weight_column, loss_reduction)
+
+
+def check_head(head):
+    """``head`` as the ``*Estimator(head, ...)`` classes take it, checked."""
+    if not (hasattr(head, "logits_dimension") and callable(
+            getattr(head, "create_estimator_spec", None))):
+        raise TypeError("head must be a head such as tf.contrib.estimator.regression_head() "
+                        "makes (with logits_dimension and create_estimator_spec), given: %r"
+                        % (head,))
+    return head
+
+
+def multi_label_head(n_classes, weight_column=None, thresholds=None, label_vocabulary=None,
+                     loss_reduction=losses_impl.Reduction.SUM_OVER_BATCH_SIZE, loss_fn=None,
+                     classes_for_class_based_metrics=None, name=None):
+    """TF1's ``tf.contrib.estimator.multi_label_head``: each of ``n_classes`` (> 1) classes
+    present or not (sigmoid cross entropy, averaged over the classes); labels are multi-hot."""
+    _check_unsupported(thresholds=thresholds, label_vocabulary=label_vocabulary,
+                       loss_fn=loss_fn, classes_for_class_based_metrics=(
+                           classes_for_class_based_metrics), name=name)
+    if n_classes is None or n_classes < 2:
+        raise ValueError("n_classes must be > 1 for multi-label classification. Given: %s"
+                         % (n_classes,))
+    return MultiLabelHead(n_classes, weight_column, loss_reduction)
+
+
+def _check_unsupported(**kwargs):
+    given = sorted(key for key, value in kwargs.items() if value is not None)
+    if given:
+        raise NotImplementedError(
+            "zps's canned heads do not support %s: leave %s None (map string labels to class "
+            "ids in input_fn; write a model_fn for a custom loss)."
+            % (", ".join(given), "it" if len(given) == 1 else "them"))

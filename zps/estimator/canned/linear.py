@@ -1,4 +1,5 @@
-"""``LinearRegressor`` and ``LinearClassifier``: ``tf.feature_column.linear_model`` under a head.
+"""``LinearRegressor``, ``LinearClassifier`` and ``LinearEstimator`` (any head):
+``tf.feature_column.linear_model`` under a head.
 
 >>> import tempfile, numpy as np, zps as tf
 >>> x = tf.feature_column.numeric_column("x")
@@ -19,7 +20,7 @@ from zps.ops import feature_column_impl, partitioned_variables, variable_scope
 from zps.ops.losses_impl import Reduction
 from zps.train import training_util
 
-__all__ = ["LinearClassifier", "LinearRegressor"]
+__all__ = ["LinearClassifier", "LinearEstimator", "LinearRegressor"]
 
 _LEARNING_RATE = 0.2
 
@@ -35,6 +36,14 @@ def default_partitioner(config):
 def linear_logits(features, feature_columns, units, sparse_combiner):
     return feature_column_impl.linear_model(features, feature_columns, units=units,
                                             sparse_combiner=sparse_combiner)
+
+
+def linear_logit_fn_builder(units, feature_columns, sparse_combiner="sum"):
+    """``tf.estimator.experimental.linear_logit_fn_builder``: a ``logit_fn(features)`` giving
+    ``units`` logits of ``tf.feature_column.linear_model``."""
+    def linear_logit_fn(features):
+        return linear_logits(features, feature_columns, units, sparse_combiner)
+    return linear_logit_fn
 
 
 def _linear_model_fn(features, labels, mode, head, feature_columns, optimizer, partitioner,
@@ -68,7 +77,7 @@ class LinearRegressor(_LinearEstimator):
     def __init__(self, feature_columns, model_dir=None, label_dimension=1, weight_column=None,
                  optimizer="Ftrl", config=None, partitioner=None, warm_start_from=None,
                  loss_reduction=Reduction.SUM, sparse_combiner="sum"):
-        head = head_lib.regression_head(label_dimension, weight_column, loss_reduction)
+        head = head_lib.regression_head(weight_column, label_dimension, loss_reduction)
         super().__init__(head, feature_columns, model_dir, optimizer, config, partitioner,
                          warm_start_from, sparse_combiner)
 
@@ -83,6 +92,16 @@ class LinearClassifier(_LinearEstimator):
                                             loss_reduction)
         super().__init__(head, feature_columns, model_dir, optimizer, config, partitioner,
                          warm_start_from, sparse_combiner)
+
+
+class LinearEstimator(_LinearEstimator):
+    """A linear model under ``head`` (e.g. ``tf.contrib.estimator.multi_class_head(3)``), FTRL
+    by default."""
+
+    def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl", config=None,
+                 partitioner=None, sparse_combiner="sum", warm_start_from=None):
+        super().__init__(head_lib.check_head(head), feature_columns, model_dir, optimizer,
+                         config, partitioner, warm_start_from, sparse_combiner)
 
 
 def linear_learning_rate(num_linear_feature_columns):
