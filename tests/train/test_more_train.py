@@ -230,7 +230,8 @@ def test_warm_start_errors(tmp_path):
         assert (info.old_vocab_size, info.backup_initializer, info.axis) == (-1, None, 0)
         with pytest.raises(ValueError, match="axis"):
             tf.train.VocabInfo("new.txt", 5, 1, "old.txt", axis=2)
-        with pytest.raises(NotImplementedError, match="dense/w .*remap vocabularies"):
+        with pytest.raises(ValueError, match="vocabulary remapping needs a 2-d tensor, but "
+                                             "dense/w"):
             tf.train.warm_start(path, None, var_name_to_vocab_info={"dense/w": info})
     with tf.Graph().as_default():
         tf.get_variable("dense/w", shape=[3], initializer=tf.zeros_initializer())

@@ -73,18 +73,16 @@ class WarmStartSettings:
     """Where ``Estimator(warm_start_from=...)`` takes initial values from: the variables matching
     ``vars_to_warm_start`` (a regex over the trainable variables, or a list of regexes over all
     global variables) start from ``ckpt_to_initialize_from`` (a checkpoint or a directory),
-    renamed by ``var_name_to_prev_var_name``. Vocabulary remapping is not supported."""
+    renamed by ``var_name_to_prev_var_name``, their rows remapped by ``var_name_to_vocab_info``
+    (``tf.train.VocabInfo``s)."""
 
     def __init__(self, ckpt_to_initialize_from, vars_to_warm_start=".*",
                  var_name_to_vocab_info=None, var_name_to_prev_var_name=None):
         if not ckpt_to_initialize_from:
             raise ValueError("`ckpt_to_initialize_from` MUST be set in WarmStartSettings")
-        if var_name_to_vocab_info:
-            raise NotImplementedError("zps's WarmStartSettings does not remap vocabularies "
-                                      "(var_name_to_vocab_info): warm-start those variables "
-                                      "with tf.train.init_from_checkpoint in model_fn instead.")
         self.ckpt_to_initialize_from = ckpt_to_initialize_from
         self.vars_to_warm_start = vars_to_warm_start
+        self.var_name_to_vocab_info = dict(var_name_to_vocab_info or {})
         self.var_name_to_prev_var_name = dict(var_name_to_prev_var_name or {})
 
     def warm_start(self, graph):
@@ -93,6 +91,7 @@ class WarmStartSettings:
         with graph.as_default():
             warm_starting_util.warm_start(
                 self.ckpt_to_initialize_from, self.vars_to_warm_start,
+                var_name_to_vocab_info=self.var_name_to_vocab_info,
                 var_name_to_prev_var_name=self.var_name_to_prev_var_name)
 
 

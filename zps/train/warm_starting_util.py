@@ -24,10 +24,15 @@ warm-starts them. Partitioned variables are read slice by slice, however they we
 import collections
 import logging
 
+import numpy as np
+
+from zps.framework import errors
+from zps.framework.constant import constant
 from zps.framework.graph import GraphKeys, get_default_graph
+from zps.ops import array_ops, init_ops, state_ops
 from zps.ops.partitioned_variables import PartitionedVariable
 from zps.ops.variables import Variable, checkpoint_name
-from zps.train.checkpoint_management import init_from_checkpoint
+from zps.train.checkpoint_management import init_from_checkpoint, load_variable
 
 _logger = logging.getLogger(__name__)
 
@@ -37,8 +42,10 @@ class VocabInfo(collections.namedtuple("VocabInfo", [
         "backup_initializer", "axis"])):
     """How to remap a vocabulary-indexed variable (an embedding's rows, or with ``axis=1`` an
     output layer's columns) from ``old_vocab`` (a file, one entry a line) to ``new_vocab``:
-    TF1's ``tf.train.VocabInfo``. zps keeps the fields but ``warm_start`` does not remap
-    vocabularies yet (it raises NotImplementedError naming the variable)."""
+    TF1's ``tf.train.VocabInfo``. Entries of ``new_vocab`` (its first ``new_vocab_size``) take
+    the checkpoint's row of the same entry in ``old_vocab`` (its first ``old_vocab_size``; -1:
+    all); the others, and the ``num_oov_buckets`` rows after them, take ``backup_initializer``'s
+    values (None: zeros)."""
 
     def __new__(cls, new_vocab, new_vocab_size, num_oov_buckets, old_vocab, old_vocab_size=-1,
                 backup_initializer=None, axis=0):
@@ -89,7 +96,8 @@ def warm_start(ckpt_to_initialize_from, vars_to_warm_start=".*", var_name_to_voc
     ``var_name_to_prev_var_name`` maps a variable's name to the checkpoint's name for it. A name
     in either dict that matches no chosen variable is a ValueError (a misspelled name would
     otherwise silently not warm-start), and so is a checkpoint lacking a tensor or holding one
-    of another shape. Vocabulary remapping (``var_name_to_vocab_info``) is NotImplementedError.
+    of another shape. ``var_name_to_vocab_info`` maps a variable's name to the ``VocabInfo`` its
+    rows (or columns) are remapped by (read from the checkpoint now, partition by partition).
     """
     _logger.info("Warm-starting from: %s", ckpt_to_initialize_from)
     grouped = _grouped_variables(vars_to_warm_start)
@@ -102,22 +110,135 @@ def warm_start(ckpt_to_initialize_from, vars_to_warm_start=".*", var_name_to_voc
             raise ValueError("You provided the following variables in %s that were not used: %s. "
                              " Perhaps you misspelled them?  Here is the list of viable variable "
                              "names: %s" % (what, unused, sorted(grouped)))
-    for name in sorted(vocab_infos):
-        if vocab_infos[name]:
-            raise NotImplementedError(
-                "warm_start: variable %s has a VocabInfo, but zps does not remap vocabularies "
-                "yet; warm-start it without var_name_to_vocab_info (same vocabulary), or load and "
-                "remap its rows yourself (tf.train.load_variable) into its initializer" % name)
-    if vars_to_warm_start is None:
-        _logger.info("Warm-started 0 variables.")
-        return
-    # init_from_checkpoint maps checkpoint names to variables: one call per variable, so that two
-    # variables may start from the same tensor.
+    count = 0
     for name, parts in sorted(grouped.items()):
-        init_from_checkpoint(ckpt_to_initialize_from,
-                             {prev_names.get(name) or name: parts[0] if len(parts) == 1
-                              else parts})
-    _logger.info("Warm-started %d variables.", len(grouped))
+        prev_name = prev_names.get(name) or name
+        if vocab_infos.get(name):
+            _warm_start_var_with_vocab(parts, ckpt_to_initialize_from, prev_name,
+                                       vocab_infos[name])
+        elif vars_to_warm_start is not None:
+            # init_from_checkpoint maps checkpoint names to variables: one call per variable, so
+            # that two variables may start from the same tensor.
+            init_from_checkpoint(ckpt_to_initialize_from,
+                                 {prev_name: parts[0] if len(parts) == 1 else parts})
+        else:
+            continue
+        count += 1
+    _logger.info("Warm-started %d variables.", count)
+
+
+def _read_vocab(path, size, what):
+    """The first ``size`` entries (-1: all) of vocabulary file ``path``, one entry a line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            entries = f.read().splitlines()
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, "%s %s not found (a VocabInfo's vocabulary "
+                                   "file: one entry a line)" % (what, path)) from None
+    if size is not None and size >= 0:
+        if len(entries) < size:
+            raise ValueError("%s %s has %d entries, fewer than the %d asked for"
+                             % (what, path, len(entries), size))
+        entries = entries[:size]
+    return entries
+
+
+def _vocab_remapping(new_vocab, old_vocab):
+    """For each entry of ``new_vocab``, its index in ``old_vocab`` (its first line), or -1."""
+    index = {}
+    for i, entry in enumerate(old_vocab):
+        index.setdefault(entry, i)
+    return np.array([index.get(entry, -1) for entry in new_vocab], dtype=np.int64)
+
+
+def _warm_start_var_with_vocab(parts, ckpt, prev_name, info):
+    """Give each part of a vocabulary-indexed variable an initializer that assigns the
+    checkpoint's tensor ``prev_name`` remapped by ``info`` (TF1's ``_warm_start_var_with_vocab``
+    with ``_load_and_remap_matrix_initializer``): rows (``axis=0``) or columns (``axis=1``) of
+    new-vocabulary entries come from the old row of the same entry; the missing ones (and the
+    OOV rows or columns) from ``info.backup_initializer``, zeros when it is None."""
+    if not (info.new_vocab and info.new_vocab_size and ckpt and info.old_vocab):
+        raise ValueError("Invalid args: Must provide all of [current_vocab_path, "
+                         "current_vocab_size, prev_ckpt, prev_vocab_path}.")
+    if info.num_oov_buckets < 0:
+        raise ValueError("num_oov_buckets must be >= 0, but received %d for %s"
+                         % (info.num_oov_buckets, prev_name))
+    initializer = info.backup_initializer or init_ops.zeros_initializer()
+    if not callable(initializer):
+        raise TypeError("initializer must be callable, instead of being %r of type %s."
+                        % (initializer, type(initializer).__name__))
+    old = np.asarray(load_variable(ckpt, prev_name))
+    if old.ndim != 2:
+        raise ValueError("warm_start: vocabulary remapping needs a 2-d tensor, but %s in %s has "
+                         "shape %s" % (prev_name, ckpt, list(old.shape)))
+    old_vocab = _read_vocab(info.old_vocab, info.old_vocab_size, "old_vocab")
+    new_vocab = _read_vocab(info.new_vocab, info.new_vocab_size, "new_vocab")
+    remapping = _vocab_remapping(new_vocab, old_vocab)
+    if remapping.max(initial=-1) >= old.shape[info.axis]:
+        raise ValueError("warm_start: old_vocab %s has entries past the %d %s of %s in the "
+                         "checkpoint" % (info.old_vocab, old.shape[info.axis],
+                                         "rows" if info.axis == 0 else "columns", prev_name))
+    total_rows = sum(p.get_shape().as_list()[0] for p in parts)
+    for v in parts:
+        shape = v.get_shape().as_list()
+        slice_info = v._get_save_slice_info() if len(parts) > 1 else None
+        offset = slice_info.var_offset[0] if slice_info is not None else 0
+        if info.axis == 0:
+            value = _remapped_rows(old, remapping, info.num_oov_buckets, offset, shape,
+                                   initializer, v.dtype.base_dtype, prev_name)
+        else:
+            rows = np.arange(offset, offset + shape[0])
+            if len(shape) != 2 or shape[1] != info.new_vocab_size + info.num_oov_buckets \
+                    or total_rows != old.shape[0]:
+                raise ValueError("warm_start: %s has shape %s (of %d rows in all), but an axis=1 "
+                                 "remapping of %s (shape %s) needs %d columns (new_vocab_size %d "
+                                 "+ num_oov_buckets %d) and %d rows"
+                                 % (v.name, shape, total_rows, prev_name, list(old.shape),
+                                    info.new_vocab_size + info.num_oov_buckets,
+                                    info.new_vocab_size, info.num_oov_buckets, old.shape[0]))
+            value = _remapped_matrix(old, rows, remapping, initializer, v.dtype.base_dtype)
+            if info.num_oov_buckets:
+                value = array_ops.concat(
+                    [value, initializer([shape[0], info.num_oov_buckets], v.dtype.base_dtype)], 1)
+        with v.graph.control_dependencies(None), v.graph.colocate_with(v.op):
+            v._initializer_op = state_ops.assign(v._variable, value).op
+        v._initial_value = value
+
+
+def _remapped_rows(old, remapping, num_oov, offset, shape, initializer, dtype, prev_name):
+    """The initial value of the rows ``[offset, offset + shape[0])`` of an ``axis=0`` remapped
+    variable: vocabulary rows, then the OOV rows among them."""
+    new_size = len(remapping)
+    if len(shape) != 2 or shape[1] != old.shape[1] or offset + shape[0] > new_size + num_oov:
+        raise ValueError("warm_start: a part of shape %s at row %d does not fit an axis=0 "
+                         "remapping of %s (shape %s) to %d vocabulary + %d OOV rows"
+                         % (shape, offset, prev_name, list(old.shape), new_size, num_oov))
+    oov_rows = min(shape[0], max(0, offset + shape[0] - new_size))
+    if oov_rows == shape[0]:
+        return initializer(shape, dtype)
+    value = _remapped_matrix(old, remapping[offset:offset + shape[0] - oov_rows],
+                             np.arange(shape[1]), initializer, dtype)
+    if oov_rows:
+        value = array_ops.concat([value, initializer([oov_rows, shape[1]], dtype)], 0)
+    return value
+
+
+def _remapped_matrix(old, rows, cols, initializer, dtype):
+    """``old[rows][:, cols]`` as a Tensor, its cells with a -1 row or column taken in row-major
+    order from ``initializer([number missing, 1])`` (as TF's LoadAndRemapMatrix fills them)."""
+    present = (rows[:, None] >= 0) & (cols[None, :] >= 0)
+    known = old[np.ix_(np.maximum(rows, 0), np.maximum(cols, 0))][present]
+    known = known.astype(dtype.as_numpy_dtype)
+    missing = int(present.size - present.sum())
+    if not missing:
+        return constant(known.reshape(present.shape), dtype=dtype)
+    # Cells in row-major order index into [known values..., initializer's values...].
+    order = np.empty(present.size, dtype=np.int64)
+    order[present.ravel()] = np.arange(known.size)
+    order[~present.ravel()] = known.size + np.arange(missing)
+    values = array_ops.concat([constant(known, dtype=dtype),
+                               array_ops.reshape(initializer([missing, 1], dtype), [-1])], 0)
+    return array_ops.reshape(array_ops.gather(values, constant(order)), list(present.shape))
 
 
 __all__ = ["VocabInfo", "warm_start"]
