@@ -16,12 +16,6 @@ K = tf.keras
 cbks = K.callbacks
 
 
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-    K.backend.clear_session()
-
 
 def _data(n=6):
     x = np.arange(n * 2, dtype=np.float32).reshape(n, 2) / 10

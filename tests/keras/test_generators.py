@@ -10,12 +10,6 @@ import zps as tf
 K = tf.keras
 
 
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-    K.backend.clear_session()
-
 
 def _data(n=10):
     x = np.arange(n * 3, dtype=np.float32).reshape(n, 3) / 10 - 1

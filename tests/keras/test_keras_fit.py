@@ -9,12 +9,6 @@ import zps as tf
 K = tf.keras
 
 
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-    K.backend.clear_session()
-
 
 def _data(n=40, seed=0):
     rng = np.random.RandomState(seed)

@@ -10,11 +10,6 @@ import zps as tf
 K = tf.keras
 
 
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
-
 
 def test_sequential_names_as_tf_keras():
     K.layers.Dense(4)

@@ -4,7 +4,6 @@ GlobalAveragePooling1D; the expected numbers are tf_keras 2.21's (v1 layers, gra
 the same weights, as in test_recurrent.py."""
 
 import numpy as np
-import pytest
 
 import zps as tf
 from tests.keras.test_recurrent import XM, assert_outputs, outputs_of, values
@@ -32,11 +31,6 @@ TF_KERAS = {
 }
 IDS = np.array([[1, 2, 3, 0], [4, 0, 0, 0]], np.int32)   # 0: padding
 
-
-@pytest.fixture(autouse=True)
-def graph():
-    with tf.Graph().as_default() as g:
-        yield g
 
 
 def test_masked_steps_keep_state_and_repeat_the_output_as_tf_keras():
