@@ -25,7 +25,10 @@ A checkpoint with prefix ``P`` is:
   slice spec (full shape, then ``offset,length`` per axis: ``slice_key``); the index is built
   from those keys, so every writer of a shard stays unaware of partitioning. A reader assembles
   the full tensor (``get_tensor``) or any region of it (``get_slice``), from whatever slicing
-  the checkpoint was written with: that is how a model is re-sharded.
+  the checkpoint was written with: that is how a model is re-sharded. Tensors are row-major, so
+  a region reads only the rows of the leading dimension it spans (``SafetensorsFile.read(key,
+  rows)``: one seek, one read of those bytes) and cuts the other dimensions in memory: a part of
+  a big embedding, or a block of ``LoadAndRemapMatrix``, never holds the whole tensor.
 
 String tensors have no safetensors dtype: a shard keeps them in its ``__metadata__`` under
 ``"zps.strings"``, a JSON text ``{key: {"shape": [...], "data": [base64, ...]}}``. Complex
@@ -281,7 +284,8 @@ def _corrupt(path, what):
 
 
 class SafetensorsFile:
-    """A validated safetensors file: ``keys()``, ``dtype(key)``, ``shape(key)``, ``read(key)``."""
+    """A validated safetensors file: ``keys()``, ``dtype(key)``, ``shape(key)``,
+    ``read(key, rows=None)``."""
 
     def __init__(self, path):
         self.path = path
@@ -398,26 +402,44 @@ class SafetensorsFile:
             raise errors.NotFoundError(None, None, "Key %s not found in checkpoint shard %s"
                                        % (key, self.path)) from None
 
-    def read(self, key):
-        """The tensor ``key`` as a fresh native-endian ndarray (strings: an object array of bytes)."""
+    def read(self, key, rows=None):
+        """The tensor ``key`` as a fresh native-endian ndarray (strings: an object array of bytes);
+        with ``rows=(lo, hi)``, only its rows ``[lo, hi)`` of the leading dimension: just their
+        bytes are read (the tensor is row-major, so they are contiguous)."""
         if key in self._strings:
             shape, data = self._strings[key]
+            lo, hi, out_shape = _row_range(shape, rows, self.path, key)
+            inner = int(np.prod(shape[1:], dtype=np.int64))
             try:
-                items = [base64.b64decode(s, validate=True) for s in data]
+                items = [base64.b64decode(s, validate=True) for s in data[lo * inner:hi * inner]]
             except (binascii.Error, TypeError, ValueError):
                 raise _corrupt(self.path, "string tensor %r holds invalid base64" % key) from None
             out = np.empty(len(items), dtype=object)
             out[:] = items
-            return out.reshape(shape)
+            return out.reshape(out_shape)
         name, shape, begin = self._entry(key)
-        arr = np.empty(shape, dtype=_LE[name])
+        lo, hi, out_shape = _row_range(shape, rows, self.path, key)
+        arr = np.empty(out_shape, dtype=_LE[name])
+        row_bytes = arr.itemsize * int(np.prod(shape[1:], dtype=np.int64))
         with open(self.path, "rb") as f:
-            f.seek(self._data_start + begin)
+            f.seek(self._data_start + begin + lo * row_bytes)
             if arr.nbytes and f.readinto(memoryview(arr.reshape(-1)).cast("B")) != arr.nbytes:
                 raise _corrupt(self.path, "tensor %r is truncated" % key)
         if name == "bool" and arr.size and arr.view(np.uint8).max() > 1:
             raise _corrupt(self.path, "bool tensor %r holds bytes other than 0 and 1" % key)
         return arr.astype(_dtypes.as_dtype(name).as_numpy_dtype, copy=False)
+
+
+def _row_range(shape, rows, path, key):
+    """``(lo, hi, shape of the result)`` of reading rows ``[lo, hi)`` (all, if None) of a tensor."""
+    if rows is None:
+        return 0, (shape[0] if shape else 1), list(shape)
+    lo, hi = (int(r) for r in rows)
+    if not shape or not 0 <= lo <= hi <= shape[0]:
+        raise errors.InvalidArgumentError(
+            None, None, "Checkpoint shard %s: rows [%d, %d) are not rows of tensor %r of shape %s "
+            "(need 0 <= lo <= hi <= its first dimension)" % (path, lo, hi, key, list(shape)))
+    return lo, hi, [hi - lo] + list(shape[1:])
 
 
 def _begin(info):
@@ -437,8 +459,8 @@ class CheckpointReader:
     """Reads checkpoint ``prefix`` through its index (TF1's ``NewCheckpointReader``): zps's own
     format, or a checkpoint TensorFlow wrote (``tf_bundle``).
 
-    ``get_tensor(name)``, ``has_tensor(name)``, ``get_variable_to_shape_map()``,
-    ``get_variable_to_dtype_map()``, ``debug_string()``.
+    ``get_tensor(name)``, ``get_slice(name, start, shape)``, ``has_tensor(name)``,
+    ``get_variable_to_shape_map()``, ``get_variable_to_dtype_map()``, ``debug_string()``.
     """
 
     def __init__(self, prefix):
@@ -506,12 +528,12 @@ class CheckpointReader:
             return self.get_slice(name, [0] * len(info["shape"]), info["shape"])
         return self._read(info["shard"], info["key"], info["dtype"], info["shape"])
 
-    def _read(self, shard_index, key, dtype, shape):
+    def _read(self, shard_index, key, dtype, shape, rows=None):
         shard = self._shard(shard_index)
         if shard.dtype(key) != dtype or shard.shape(key) != list(shape):
             raise _corrupt(shard.path, "tensor %r is %s%s in the shard but %s%s in the index"
                            % (key, shard.dtype(key), shard.shape(key), dtype, list(shape)))
-        return shard.read(key)
+        return shard.read(key, rows)
 
     def get_slice(self, name, start, shape):
         """The region ``[start, start + shape)`` of tensor ``name``, read from whichever saved
@@ -526,9 +548,12 @@ class CheckpointReader:
             raise errors.InvalidArgumentError(
                 None, None, "Checkpoint %s: the region at %s of shape %s is not inside %s of shape "
                 "%s" % (self.prefix, start, shape, name, full))
-        if "slices" not in info:
-            whole = self._read(info["shard"], info["key"], info["dtype"], full)
-            return np.ascontiguousarray(whole[tuple(slice(o, o + n) for o, n in zip(start, shape))])
+        if "slices" not in info:   # read only the rows the region spans
+            origin = [0] * len(full)
+            rows = self._read(info["shard"], info["key"], info["dtype"], full,
+                              _rows(start, shape, origin))
+            region = rows[_trailing(start, shape, origin)]
+            return region if region.flags.c_contiguous else region.copy()
         out = None
         covered = 0
         for sl in info["slices"]:
@@ -536,13 +561,14 @@ class CheckpointReader:
             if box is None:
                 continue
             lo, hi = box
-            part = self._read(sl["shard"], sl["key"], info["dtype"], sl["shape"])
+            size = [h - a for a, h in zip(lo, hi)]
+            part = self._read(sl["shard"], sl["key"], info["dtype"], sl["shape"],
+                              _rows(lo, size, sl["start"]))
             if out is None:
                 out = np.empty(shape, dtype=part.dtype)
-            src = tuple(slice(a - b, h - b) for a, h, b in zip(lo, hi, sl["start"]))
             dst = tuple(slice(a - b, h - b) for a, h, b in zip(lo, hi, start))
-            out[dst] = part[src]
-            covered += int(np.prod([h - a for a, h in zip(lo, hi)], dtype=np.int64))
+            out[dst] = part[_trailing(lo, size, sl["start"])]
+            covered += int(np.prod(size, dtype=np.int64))
         if covered != int(np.prod(shape, dtype=np.int64)):
             raise errors.NotFoundError(
                 None, None, "Checkpoint %s holds only part of the region at %s of shape %s of %s "
@@ -555,6 +581,21 @@ class CheckpointReader:
     def debug_string(self):
         return "".join("%s (%s) %s\n" % (k, v["dtype"], v["shape"])
                        for k, v in sorted(self._tensors.items())).encode()
+
+
+def _rows(start, shape, base):
+    """The rows of the leading dimension the region ``[start, start + shape)`` spans, relative
+    to a saved box at ``base``: all that is read of that box (None for a scalar: read whole)."""
+    return (start[0] - base[0], start[0] - base[0] + shape[0]) if base else None
+
+
+def _trailing(start, shape, base):
+    """The index that cuts the region ``[start, start + shape)`` out of the rows read for it
+    (from a saved box at ``base``)."""
+    if not shape:
+        return ()
+    return (slice(None),) + tuple(slice(o - b, o - b + n)
+                                  for o, n, b in zip(start[1:], shape[1:], base[1:]))
 
 
 def _preview(names, limit=10):

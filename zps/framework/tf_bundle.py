@@ -20,8 +20,9 @@ The format, as TensorFlow's ``tensor_bundle.cc`` writes it:
 
 Everything is parsed here without protobuf or TensorFlow and validated (sizes, offsets, shapes
 against byte counts, block bounds), and each tensor's bytes against its crc32c checksum, as
-TensorFlow's reader does; a malformed or corrupted file raises DataLossError. Only what zps's dtypes can hold
-is read: a bfloat16 or quantized tensor raises UnimplementedError naming it when read.
+TensorFlow's reader does (also when only some rows of a tensor are read: ``BundleShard.read``);
+a malformed or corrupted file raises DataLossError. Only what zps's dtypes can hold is read: a
+bfloat16 or quantized tensor raises UnimplementedError naming it when read.
 """
 
 import os
@@ -36,6 +37,7 @@ from zps.framework.protobuf import decode_varint as _varint  # LevelDB's varints
 MAGIC = 0xdb4775248b80fb57
 FOOTER_BYTES = 48
 BLOCK_TRAILER_BYTES = 5
+_STREAM_BYTES = 1 << 20   # the piece size of reading tensor bytes only through their checksum
 
 # TF's DataType enum -> (zps dtype name, little-endian numpy type); strings are handled apart.
 _DTYPES = {1: ("float32", "<f4"), 2: ("float64", "<f8"), 3: ("int32", "<i4"), 4: ("uint8", "u1"),
@@ -268,6 +270,7 @@ class BundleShard:
     def __init__(self, path, entries):
         self.path = path
         self._entries = entries
+        self._verified = set()   # keys whose whole bytes matched their crc32c
         try:
             self._size = os.path.getsize(path)
         except FileNotFoundError:
@@ -279,7 +282,16 @@ class BundleShard:
     def shape(self, key):
         return list(self._entries[key][1])
 
-    def read(self, key):
+    def read(self, key, rows=None):
+        """The tensor ``key``; with ``rows=(lo, hi)`` (a valid range of its leading dimension,
+        as ``CheckpointReader.get_slice`` passes), only those rows.
+
+        A number tensor's rows are contiguous bytes and only they are kept in memory; its crc32c
+        covers the whole tensor, so the first read of a tensor streams the other rows through the
+        checksum in 1 MiB pieces (a corrupted checkpoint never yields a wrong value, as with TF,
+        which always reads saved tensors whole); later reads of it from this shard read just
+        their rows. A string tensor is read whole (its elements are variable-length), then cut.
+        """
         code, shape, offset, size, stored = self._entries[key]
         if code not in _DTYPES:
             raise errors.UnimplementedError(
@@ -290,20 +302,42 @@ class BundleShard:
                 size, offset, self._size))
         count = int(np.prod(shape, dtype=np.int64))
         name, le = _DTYPES[code]
+        lo, hi = rows if rows is not None else (0, shape[0] if shape else 1)
         with open(self.path, "rb") as f:
             f.seek(offset)
             if name == "string":
-                return self._strings(key, f.read(size), count, shape, stored)
+                whole = self._strings(key, f.read(size), count, shape, stored)
+                return whole if rows is None else whole[lo:hi].copy()
             if size != count * np.dtype(le).itemsize:   # checked before allocating anything
                 raise self._corrupt(key, "%d bytes for %s%s" % (size, name, shape))
-            arr = np.empty(shape, le)   # read straight into the array (no second copy)
-            if size and f.readinto(memoryview(arr.reshape(-1)).cast("B")) != size:
+            arr = np.empty(shape if rows is None else [hi - lo] + shape[1:], le)
+            begin = lo * (size // shape[0]) if lo else 0   # where the rows' bytes start
+            end = begin + arr.nbytes
+            verify = size and key not in self._verified
+            if verify:
+                crc = self._stream(f, key, begin, 0)   # the rows before: checksummed, not kept
+            else:
+                f.seek(offset + begin)
+            if arr.nbytes and f.readinto(memoryview(arr.reshape(-1)).cast("B")) != arr.nbytes:
                 raise self._corrupt(key, "its bytes end early")
-        if size:
-            self._check_crc(key, crc32c.crc32c(arr.reshape(-1)), stored)
+            if verify:
+                crc = self._stream(f, key, size - end, crc32c.crc32c(arr.reshape(-1), crc))
+                self._check_crc(key, crc, stored)
+                self._verified.add(key)
         if name == "bool" and arr.size and arr.view(np.uint8).max() > 1:
             raise self._corrupt(key, "a bool tensor holds bytes other than 0 and 1")
         return arr.astype(arr.dtype.newbyteorder("="), copy=False)
+
+    def _stream(self, f, key, n, crc):
+        """The crc32c, continued from ``crc``, of the next ``n`` bytes of ``f`` (read, not kept)."""
+        while n:
+            piece = f.read(min(n, _STREAM_BYTES))
+            if not piece:
+                raise self._corrupt(key, "its bytes end early")
+            crc = crc32c.crc32c(piece, crc)
+            n -= len(piece)
+            del piece   # before the next read: one piece in memory at a time
+        return crc
 
     def _strings(self, key, raw, count, shape, stored):
         # TF's ReadStringTensor: the checksum runs over each length (as a little-endian uint32,

@@ -24,15 +24,13 @@ warm-starts them. Partitioned variables are read slice by slice, however they we
 import collections
 import logging
 
-import numpy as np
-
 from zps.framework import errors
-from zps.framework.constant import constant
 from zps.framework.graph import GraphKeys, get_default_graph
-from zps.ops import array_ops, init_ops, state_ops
-from zps.ops.partitioned_variables import PartitionedVariable
+from zps.ops import state_ops
+from zps.ops.checkpoint_ops import load_and_remap_matrix_initializer
+from zps.ops.partitioned_variables import PartitionedVariable, _PartitionInfo
 from zps.ops.variables import Variable, checkpoint_name
-from zps.train.checkpoint_management import init_from_checkpoint, load_variable
+from zps.train.checkpoint_management import init_from_checkpoint, load_checkpoint
 
 _logger = logging.getLogger(__name__)
 
@@ -97,7 +95,9 @@ def warm_start(ckpt_to_initialize_from, vars_to_warm_start=".*", var_name_to_voc
     in either dict that matches no chosen variable is a ValueError (a misspelled name would
     otherwise silently not warm-start), and so is a checkpoint lacking a tensor or holding one
     of another shape. ``var_name_to_vocab_info`` maps a variable's name to the ``VocabInfo`` its
-    rows (or columns) are remapped by (read from the checkpoint now, partition by partition).
+    rows (or columns) are remapped by: each part's initializer reads the vocabulary files and
+    the rows it needs when it runs, where the part lives (a missing vocabulary file is a
+    NotFoundError then, as in TF); the graph holds file names, not the table.
     """
     _logger.info("Warm-starting from: %s", ckpt_to_initialize_from)
     grouped = _grouped_variables(vars_to_warm_start)
@@ -127,118 +127,66 @@ def warm_start(ckpt_to_initialize_from, vars_to_warm_start=".*", var_name_to_voc
     _logger.info("Warm-started %d variables.", count)
 
 
-def _read_vocab(path, size, what):
-    """The first ``size`` entries (-1: all) of vocabulary file ``path``, one entry a line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            entries = f.read().splitlines()
-    except FileNotFoundError:
-        raise errors.NotFoundError(None, None, "%s %s not found (a VocabInfo's vocabulary "
-                                   "file: one entry a line)" % (what, path)) from None
-    if size is not None and size >= 0:
-        if len(entries) < size:
-            raise ValueError("%s %s has %d entries, fewer than the %d asked for"
-                             % (what, path, len(entries), size))
-        entries = entries[:size]
-    return entries
-
-
-def _vocab_remapping(new_vocab, old_vocab):
-    """For each entry of ``new_vocab``, its index in ``old_vocab`` (its first line), or -1."""
-    index = {}
-    for i, entry in enumerate(old_vocab):
-        index.setdefault(entry, i)
-    return np.array([index.get(entry, -1) for entry in new_vocab], dtype=np.int64)
-
-
 def _warm_start_var_with_vocab(parts, ckpt, prev_name, info):
     """Give each part of a vocabulary-indexed variable an initializer that assigns the
-    checkpoint's tensor ``prev_name`` remapped by ``info`` (TF1's ``_warm_start_var_with_vocab``
-    with ``_load_and_remap_matrix_initializer``): rows (``axis=0``) or columns (``axis=1``) of
-    new-vocabulary entries come from the old row of the same entry; the missing ones (and the
-    OOV rows or columns) from ``info.backup_initializer``, zeros when it is None."""
+    checkpoint's tensor ``prev_name`` remapped by ``info`` (TF1's ``_warm_start_var_with_vocab``):
+    rows (``axis=0``) or columns (``axis=1``) of new-vocabulary entries come from the old row of
+    the same entry; the missing ones (and the OOV rows or columns) from
+    ``info.backup_initializer``, zeros when it is None.
+
+    Only the checkpoint's index is read here (shapes, checked now); the vocabulary files and the
+    tensor's rows are read by the initializer's ops, colocated with each part (on its ps), so
+    the graph stays small however large the table (a missing vocabulary file is a NotFoundError
+    when the initializer runs, as in TF)."""
     if not (info.new_vocab and info.new_vocab_size and ckpt and info.old_vocab):
         raise ValueError("Invalid args: Must provide all of [current_vocab_path, "
                          "current_vocab_size, prev_ckpt, prev_vocab_path}.")
     if info.num_oov_buckets < 0:
         raise ValueError("num_oov_buckets must be >= 0, but received %d for %s"
                          % (info.num_oov_buckets, prev_name))
-    initializer = info.backup_initializer or init_ops.zeros_initializer()
-    if not callable(initializer):
-        raise TypeError("initializer must be callable, instead of being %r of type %s."
-                        % (initializer, type(initializer).__name__))
-    old = np.asarray(load_variable(ckpt, prev_name))
-    if old.ndim != 2:
+    reader = load_checkpoint(ckpt)
+    prev_name = prev_name.removesuffix(":0")
+    old_shape = reader.get_variable_to_shape_map().get(prev_name)
+    if old_shape is None:
+        raise errors.NotFoundError(None, None, "Key %s not found in checkpoint %s (a VocabInfo's "
+                                   "tensor)" % (prev_name, reader.prefix))
+    if len(old_shape) != 2:
         raise ValueError("warm_start: vocabulary remapping needs a 2-d tensor, but %s in %s has "
-                         "shape %s" % (prev_name, ckpt, list(old.shape)))
-    old_vocab = _read_vocab(info.old_vocab, info.old_vocab_size, "old_vocab")
-    new_vocab = _read_vocab(info.new_vocab, info.new_vocab_size, "new_vocab")
-    remapping = _vocab_remapping(new_vocab, old_vocab)
-    if remapping.max(initial=-1) >= old.shape[info.axis]:
-        raise ValueError("warm_start: old_vocab %s has entries past the %d %s of %s in the "
-                         "checkpoint" % (info.old_vocab, old.shape[info.axis],
-                                         "rows" if info.axis == 0 else "columns", prev_name))
+                         "shape %s" % (prev_name, ckpt, old_shape))
     total_rows = sum(p.get_shape().as_list()[0] for p in parts)
+    new_size, num_oov = info.new_vocab_size, info.num_oov_buckets
+    if info.axis == 0:
+        init = load_and_remap_matrix_initializer(
+            reader.prefix, prev_name, new_size, old_shape[1], old_row_vocab_size=info.old_vocab_size,
+            old_row_vocab_file=info.old_vocab, new_row_vocab_file=info.new_vocab,
+            num_row_oov_buckets=num_oov, initializer=info.backup_initializer)
+    else:
+        init = load_and_remap_matrix_initializer(
+            reader.prefix, prev_name, total_rows, new_size, old_col_vocab_file=info.old_vocab,
+            new_col_vocab_file=info.new_vocab, num_col_oov_buckets=num_oov,
+            initializer=info.backup_initializer)
     for v in parts:
         shape = v.get_shape().as_list()
         slice_info = v._get_save_slice_info() if len(parts) > 1 else None
         offset = slice_info.var_offset[0] if slice_info is not None else 0
-        if info.axis == 0:
-            value = _remapped_rows(old, remapping, info.num_oov_buckets, offset, shape,
-                                   initializer, v.dtype.base_dtype, prev_name)
-        else:
-            rows = np.arange(offset, offset + shape[0])
-            if len(shape) != 2 or shape[1] != info.new_vocab_size + info.num_oov_buckets \
-                    or total_rows != old.shape[0]:
-                raise ValueError("warm_start: %s has shape %s (of %d rows in all), but an axis=1 "
-                                 "remapping of %s (shape %s) needs %d columns (new_vocab_size %d "
-                                 "+ num_oov_buckets %d) and %d rows"
-                                 % (v.name, shape, total_rows, prev_name, list(old.shape),
-                                    info.new_vocab_size + info.num_oov_buckets,
-                                    info.new_vocab_size, info.num_oov_buckets, old.shape[0]))
-            value = _remapped_matrix(old, rows, remapping, initializer, v.dtype.base_dtype)
-            if info.num_oov_buckets:
-                value = array_ops.concat(
-                    [value, initializer([shape[0], info.num_oov_buckets], v.dtype.base_dtype)], 1)
+        if info.axis == 0 and (len(shape) != 2 or shape[1] != old_shape[1]
+                               or offset + shape[0] > new_size + num_oov):
+            raise ValueError("warm_start: a part of shape %s at row %d does not fit an axis=0 "
+                             "remapping of %s (shape %s) to %d vocabulary + %d OOV rows"
+                             % (shape, offset, prev_name, old_shape, new_size, num_oov))
+        if info.axis == 1 and (len(shape) != 2 or shape[1] != new_size + num_oov
+                               or total_rows != old_shape[0]):
+            raise ValueError("warm_start: %s has shape %s (of %d rows in all), but an axis=1 "
+                             "remapping of %s (shape %s) needs %d columns (new_vocab_size %d + "
+                             "num_oov_buckets %d) and %d rows"
+                             % (v.name, shape, total_rows, prev_name, old_shape,
+                                new_size + num_oov, new_size, num_oov, old_shape[0]))
+        partition = None if slice_info is None else _PartitionInfo(slice_info.full_shape,
+                                                                   slice_info.var_offset)
         with v.graph.control_dependencies(None), v.graph.colocate_with(v.op):
+            value = init(shape, v.dtype.base_dtype, partition_info=partition)
             v._initializer_op = state_ops.assign(v._variable, value).op
         v._initial_value = value
-
-
-def _remapped_rows(old, remapping, num_oov, offset, shape, initializer, dtype, prev_name):
-    """The initial value of the rows ``[offset, offset + shape[0])`` of an ``axis=0`` remapped
-    variable: vocabulary rows, then the OOV rows among them."""
-    new_size = len(remapping)
-    if len(shape) != 2 or shape[1] != old.shape[1] or offset + shape[0] > new_size + num_oov:
-        raise ValueError("warm_start: a part of shape %s at row %d does not fit an axis=0 "
-                         "remapping of %s (shape %s) to %d vocabulary + %d OOV rows"
-                         % (shape, offset, prev_name, list(old.shape), new_size, num_oov))
-    oov_rows = min(shape[0], max(0, offset + shape[0] - new_size))
-    if oov_rows == shape[0]:
-        return initializer(shape, dtype)
-    value = _remapped_matrix(old, remapping[offset:offset + shape[0] - oov_rows],
-                             np.arange(shape[1]), initializer, dtype)
-    if oov_rows:
-        value = array_ops.concat([value, initializer([oov_rows, shape[1]], dtype)], 0)
-    return value
-
-
-def _remapped_matrix(old, rows, cols, initializer, dtype):
-    """``old[rows][:, cols]`` as a Tensor, its cells with a -1 row or column taken in row-major
-    order from ``initializer([number missing, 1])`` (as TF's LoadAndRemapMatrix fills them)."""
-    present = (rows[:, None] >= 0) & (cols[None, :] >= 0)
-    known = old[np.ix_(np.maximum(rows, 0), np.maximum(cols, 0))][present]
-    known = known.astype(dtype.as_numpy_dtype)
-    missing = int(present.size - present.sum())
-    if not missing:
-        return constant(known.reshape(present.shape), dtype=dtype)
-    # Cells in row-major order index into [known values..., initializer's values...].
-    order = np.empty(present.size, dtype=np.int64)
-    order[present.ravel()] = np.arange(known.size)
-    order[~present.ravel()] = known.size + np.arange(missing)
-    values = array_ops.concat([constant(known, dtype=dtype),
-                               array_ops.reshape(initializer([missing, 1], dtype), [-1])], 0)
-    return array_ops.reshape(array_ops.gather(values, constant(order)), list(present.shape))
 
 
 __all__ = ["VocabInfo", "warm_start"]
