@@ -102,3 +102,27 @@ def test_embedding_mf_trains_a_partitioned_million_row_table(tmp_path):
     for before, after in losses:
         assert float(after) < float(before) - 0.01
     assert (tmp_path / "ckpt" / "checkpoint").exists()  # saved as slices of the full tables
+
+
+def test_estimator_with_a_mirrored_strategy(tmp_path):
+    out = _run("estimator_strategy.py", "--strategy", "mirrored", "--train_steps", "300",
+               "--model_dir", str(tmp_path / "model"))
+    replicas, step, accuracy = re.search(
+        r"(\d+) replica\(s\) in sync; global step (\d+); held-out accuracy ([0-9.]+)", out).groups()
+    assert (int(replicas), int(step)) == (2, 300)
+    assert float(accuracy) >= 0.9
+
+
+def test_estimator_with_a_parameter_server_strategy_on_a_launched_cluster(tmp_path):
+    cmd = [sys.executable, "-m", "zps.cli.launch", "--ps", "1", "--workers", "2", "--chief",
+           str(EXAMPLES / "estimator_strategy.py"), "--strategy", "ps", "--train_steps", "300",
+           "--model_dir", str(tmp_path / "model")]
+    env = dict(os.environ, PYTHONPATH=str(EXAMPLES.parent))  # the tasks import zps from the repo
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=280, env=env)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    # Only the chief evaluates; chief and worker together make the 300 steps.
+    found = re.findall(r"\[chief:0\] ps strategy: 1 replica\(s\) in sync; global step (\d+); "
+                       r"held-out accuracy ([0-9.]+)", proc.stdout)
+    assert len(found) == 1 and "[worker:0] ps strategy" not in proc.stdout, proc.stdout[-2000:]
+    assert int(found[0][0]) >= 300 and float(found[0][1]) >= 0.9
+    assert (tmp_path / "model" / "checkpoint").exists()

@@ -42,7 +42,7 @@ EXPECTED = {
         "SummaryMetadata", "Tensor", "TensorArray",
         "TensorShape", "TensorSpec", "TextLineReader", "UnconnectedGradients", "VERSION", "VarLenFeature",
         "Variable",
-        "VariableScope", "WholeFileReader",
+        "VariableAggregation", "VariableScope", "VariableSynchronization", "WholeFileReader",
         "abs", "accumulate_n", "acos", "acosh", "add", "add_check_numerics_ops", "add_n",
         "add_to_collection",
         "add_to_collections", "all_variables", "angle",
@@ -151,7 +151,8 @@ EXPECTED = {
         "unravel_index", "unsorted_segment_max", "unsorted_segment_mean",
         "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
         "unsorted_segment_sum", "unstack",
-        "variable_axis_size_partitioner", "variable_scope", "variables_initializer",
+        "variable_axis_size_partitioner", "variable_creator_scope", "variable_scope",
+        "variables_initializer",
         "variance_scaling_initializer", "verify_tensor_all_finite", "where", "where_v2",
         "while_loop",
         "with_dependencies", "zeros",
@@ -195,8 +196,8 @@ EXPECTED = {
                      "irfft3d", "rfft", "rfft2d", "rfft3d"],
     "zps.linalg": [
         "adjoint", "band_part", "cholesky", "det", "diag", "diag_part", "eigh", "eigvalsh",
-        "einsum", "eye", "global_norm", "inv", "l2_normalize", "matmul", "matrix_transpose",
-        "norm", "qr", "slogdet", "solve", "svd", "tensor_diag", "tensordot", "trace", "transpose",
+        "einsum", "expm", "eye", "global_norm", "inv", "l2_normalize", "logdet", "matmul",
+        "matrix_transpose", "norm", "qr", "slogdet", "solve", "svd", "tensor_diag", "tensordot", "trace", "transpose",
         "triangular_solve"
     ],
     "zps.strings": [
@@ -377,6 +378,8 @@ EXPECTED = {
         "get_or_create_global_step", "get_trainable_variables", "get_unique_variable",
         "get_variable_full_name", "get_variables", "get_variables_by_name",
         "get_variables_by_suffix", "get_variables_to_restore", "global_variable", "has_arg_scope",
+        "load_and_remap_matrix_initializer", "load_embedding_initializer",
+        "load_linear_multiclass_bias_initializer", "load_variable_slot_initializer",
         "local_variable", "model_variable", "variable", "zero_initializer"
     ],
     "zps.contrib.training": [
@@ -408,6 +411,7 @@ EXPECTED = {
         "multi_class_head", "multi_label_head", "regression_head", "stop_if_higher_hook",
         "stop_if_lower_hook", "stop_if_no_decrease_hook", "stop_if_no_increase_hook",
     ],
+    "zps.contrib.distribute": ["DistributeConfig"],
     "zps.contrib.embedding": [
         "HASH_EMBEDDINGS", "HashEmbedding", "HashEmbeddingShard", "IndexedSlices",
         "SAVEABLE_OBJECTS", "TRAINABLE_TABLES", "TensorShape", "convert_to_tensor",
@@ -432,6 +436,14 @@ EXPECTED = {
         "uniform_unit_scaling", "variables",
         "variance_scaling", "zeros",
     ],
+    "zps.distribute": [
+        "CrossDeviceOps", "HierarchicalCopyAllReduce", "InputContext", "InputReplicationMode",
+        "MirroredStrategy", "NcclAllReduce", "OneDeviceStrategy", "ReduceOp",
+        "ReductionToOneDevice", "ReplicaContext", "Strategy", "StrategyExtended",
+        "get_loss_reduction", "get_replica_context", "get_strategy", "has_strategy",
+        "in_cross_replica_context",
+    ],
+    "zps.distribute.experimental": ["CentralStorageStrategy", "ParameterServerStrategy"],
     "zps.distribute.cluster_resolver": [
         "ClusterResolver", "ClusterSpec", "SimpleClusterResolver", "SlurmClusterResolver",
         "TFConfigClusterResolver", "expand_hostlist", "expand_tasks_per_node", "format_master_url",

@@ -4,10 +4,21 @@ cells of ``tf.nn.rnn_cell``, ``tf.contrib.layers``: TF1's contrib layers, regula
 initializers, ``tf.contrib.framework``: ``arg_scope`` and the variable helpers, and
 ``tf.contrib.slim``: all of these under slim's names, with ``slim.learning``, and
 ``tf.contrib.opt``: TF1's contributed optimizers, ``tf.contrib.seq2seq``: decoders,
-attention and beam search, and ``tf.contrib.estimator``: the heads of the head-taking
-estimators and the estimator extras."""
+attention and beam search, ``tf.contrib.estimator``: the heads of the head-taking
+estimators and the estimator extras, and ``tf.contrib.distribute``: ``DistributeConfig``."""
 
-from zps.contrib import embedding, estimator, framework, layers, opt, rnn, seq2seq, slim, training
+from zps.contrib import (
+    distribute,
+    embedding,
+    estimator,
+    framework,
+    layers,
+    opt,
+    rnn,
+    seq2seq,
+    slim,
+    training,
+)
 
-__all__ = ["embedding", "estimator", "framework", "layers", "opt", "rnn", "seq2seq", "slim",
-           "training"]
+__all__ = ["distribute", "embedding", "estimator", "framework", "layers", "opt", "rnn", "seq2seq",
+           "slim", "training"]

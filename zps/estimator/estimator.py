@@ -23,8 +23,20 @@ labels)``), then ``model_fn`` (any subset of ``features, labels, mode, params, c
 it in a MonitoredSession: training restores the latest checkpoint of ``model_dir`` and saves
 there; evaluation and prediction restore it. ``export_saved_model`` writes the PREDICT graph
 of a ``serving_input_receiver_fn`` with the latest checkpoint as a SavedModel.
+
+With ``RunConfig(train_distribute=strategy)`` training runs as TF 1.15's does under a
+``tf.distribute`` strategy: ``input_fn`` (which may take an ``input_context``) must return a
+Dataset, read through ``strategy.make_input_fn_iterator`` (so its batches are per replica:
+each replica reads its own), ``model_fn`` runs once per replica (``call_for_each_replica``),
+the optimizer scales MEAN losses by ``1/num_replicas`` before the gradients are summed, the
+reported loss is the replicas' mean (their sum when the loss was not scaled), and the replicas'
+train ops, hooks (the first replica's) and scaffolds are combined. ``eval_distribute``
+distributes ``evaluate`` likewise (metrics aggregate over the replicas; the loss is the mean of
+the replicas' batch losses; a value derived per replica from a metric is the first replica's).
+``predict`` and the exports run on one device, as in TF 1.15.
 """
 
+import contextlib
 import copy
 import logging
 import os
@@ -45,7 +57,15 @@ from zps.estimator.util import fn_args
 from zps.framework import errors
 from zps.framework.dtypes import int64
 from zps.framework.graph import Graph, GraphKeys, get_default_graph
-from zps.ops import control_flow_ops, metrics_impl, random_ops, state_ops, summary_ops, variables
+from zps.ops import (
+    array_ops,
+    control_flow_ops,
+    metrics_impl,
+    random_ops,
+    state_ops,
+    summary_ops,
+    variables,
+)
 from zps.saved_model import builder as saved_model_builder
 from zps.saved_model import tag_constants
 from zps.summary import FileWriterCache
@@ -129,6 +149,11 @@ class Estimator:
                              "got %r" % (warm_start_from,))
         self._warm_start_settings = warm_start_from
         self._device_fn = self._config.device_fn or _replica_device_setter(self._config)
+        self._train_distribution = self._config.train_distribute
+        self._eval_distribution = self._config.eval_distribute
+        if self._config.device_fn is not None and self._train_distribution is not None:
+            _logger.warning("RunConfig.device_fn is not used to train with train_distribute: "
+                            "the strategy places the ops (as in TF1).")
 
     model_dir = property(lambda self: self._model_dir)
     config = property(lambda self: copy.deepcopy(self._config))
@@ -296,10 +321,35 @@ class Estimator:
             return 0
 
     def _train_model(self, input_fn, hooks, saving_listeners):
+        if self._train_distribution is not None:
+            return self._train_model_distributed(input_fn, hooks, saving_listeners)
         with Graph().as_default() as g, g.device(self._device_fn):
             self._new_graph_setup(g)
             features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN)
+            if self._warm_start_settings:
+                self._warm_start_settings.warm_start(g)
+            return self._train_with_spec(g, spec, input_hooks + hooks, saving_listeners)
+
+    def _train_model_distributed(self, input_fn, hooks, saving_listeners):
+        """TF 1.15's ``_train_model_distributed``: the graph is built in the strategy's scope,
+        ``model_fn`` called once per replica, and trained as ``_train_with_spec`` trains."""
+        _check_no_coordinator(self._config, "train")
+        strategy = self._train_distribution
+        strategy.configure(self._config.session_config)
+        with Graph().as_default() as g, strategy.scope(), _scale_loss_for_estimator(strategy):
+            random_ops.set_random_seed(self._config.tf_random_seed)
+            iterator, input_hooks = self._distributed_input(input_fn, ModeKeys.TRAIN, strategy)
+            self._create_global_step(g)
+            features, labels = _parse_iterator_result(iterator.get_next())
+            grouped = self._call_model_fn_per_replica(strategy, features, labels, ModeKeys.TRAIN)
+            loss = strategy.reduce(_loss_reduce_op_for_reporting(g), grouped.loss, axis=None)
+            spec = EstimatorSpec(
+                ModeKeys.TRAIN, loss=loss, train_op=strategy.group(grouped.train_op),
+                training_hooks=_first_replica_hooks(strategy, grouped.training_hooks),
+                training_chief_hooks=_first_replica_hooks(strategy,
+                                                          grouped.training_chief_hooks),
+                scaffold=_combine_distributed_scaffold(grouped.scaffold, strategy))
             if self._warm_start_settings:
                 self._warm_start_settings.warm_start(g)
             return self._train_with_spec(g, spec, input_hooks + hooks, saving_listeners)
@@ -364,7 +414,11 @@ class Estimator:
             if not checkpoint_path:
                 _logger.info("Could not find trained model in model_dir: %s, running "
                              "initialization to evaluate.", self._model_dir)
-        with Graph().as_default():
+        strategy = self._eval_distribution
+        if strategy is not None:
+            _check_no_coordinator(self._config, "evaluate")
+        with Graph().as_default(), (strategy.scope() if strategy is not None
+                                    else contextlib.nullcontext()):
             scaffold, update_op, eval_dict, all_hooks = self._evaluate_build_graph(
                 input_fn, hooks, checkpoint_path)
             return self._evaluate_run(checkpoint_path, scaffold, update_op, eval_dict,
@@ -383,8 +437,16 @@ class Estimator:
         tensor}, all hooks)`` (the update op counts the evaluated batches)."""
         g = get_default_graph()
         self._new_graph_setup(g)
-        features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
-        spec = self._call_model_fn(features, labels, ModeKeys.EVAL)
+        strategy = self._eval_distribution
+        if strategy is None:
+            features, labels, input_hooks = self._input(input_fn, ModeKeys.EVAL)
+            spec = self._call_model_fn(features, labels, ModeKeys.EVAL)
+            evaluation_hooks = list(spec.evaluation_hooks)
+        else:
+            iterator, input_hooks = self._distributed_input(input_fn, ModeKeys.EVAL, strategy)
+            features, labels = _parse_iterator_result(iterator.get_next())
+            spec = self._call_model_fn_per_replica(strategy, features, labels, ModeKeys.EVAL)
+            evaluation_hooks = _first_replica_hooks(strategy, spec.evaluation_hooks)
         if not checkpoint_path and self._warm_start_settings:
             self._warm_start_settings.warm_start(g)
         if model_fn_lib.LOSS_METRIC_KEY in spec.eval_metric_ops:
@@ -392,25 +454,44 @@ class Estimator:
                              "already defines a default metric with the same name."
                              % model_fn_lib.LOSS_METRIC_KEY)
         metric_ops = dict(spec.eval_metric_ops)
-        metric_ops[model_fn_lib.LOSS_METRIC_KEY] = metrics_impl.mean(spec.loss)
+        if strategy is None:
+            metric_ops[model_fn_lib.LOSS_METRIC_KEY] = metrics_impl.mean(spec.loss)
+        else:
+            # Each replica's batch losses, aggregated over the replicas by the metric's
+            # ON_READ variables: the mean of all the replicas' batch losses.
+            metric_ops[model_fn_lib.LOSS_METRIC_KEY] = strategy.extended.call_for_each_replica(
+                metrics_impl.mean, args=(spec.loss,))
         eval_dict = {key: value for key, (value, _) in metric_ops.items()}
+        if strategy is not None:
+            # A metric's value is computed from its variables' sums across the replicas (in a
+            # merge_call); one made from it in replica context (the canned heads'
+            # accuracy_baseline = max(mean, 1 - mean)) is the same in every replica: the first
+            # replica's is fetched. (TF 1.15 fails to fetch such a PerReplica: tensorflow#37827.)
+            eval_dict = {key: strategy.experimental_local_results(value)[0]
+                         for key, value in eval_dict.items()}
         eval_dict[GraphKeys.GLOBAL_STEP] = training_util.get_global_step(g)
         eval_step = variables.Variable(0, dtype=int64, trainable=False, name=_EVAL_STEP_KEY,
                                        collections=[GraphKeys.LOCAL_VARIABLES])
-        update = control_flow_ops.group(*[op for _, op in metric_ops.values()])
+        update = control_flow_ops.group(*[
+            strategy.group(op) if strategy is not None else op
+            for _, (_, op) in sorted(metric_ops.items())])
         with g.control_dependencies([update]):
-            evals_completed = state_ops.assign_add(eval_step, 1)
+            increment = state_ops.assign_add(eval_step, 1)
+        # Read after the increment: under a strategy eval_step is mirrored and its update an op.
+        with g.control_dependencies([increment]):
+            evals_completed = eval_step.read_value()
         for hook in hooks:
             if isinstance(hook, _StopAfterNEvalsHook):
                 hook.evals_completed = evals_completed
         scaffold = spec.scaffold
+        if strategy is not None:
+            scaffold = _combine_distributed_scaffold(scaffold, strategy)
         if scaffold.local_init_op is not None:
             # The metrics' and eval_step's local variables need initializing too.
             scaffold = Scaffold(local_init_op=control_flow_ops.group(
                 scaffold.local_init_op, Scaffold.default_local_init_op()),
                 copy_from_scaffold=scaffold)
-        return scaffold, evals_completed, eval_dict, input_hooks + hooks + list(
-            spec.evaluation_hooks)
+        return scaffold, evals_completed, eval_dict, input_hooks + hooks + evaluation_hooks
 
     def _evaluate_run(self, checkpoint_path, scaffold, update_op, eval_dict, all_hooks,
                       output_dir):
@@ -467,8 +548,13 @@ class Estimator:
     # -- shared -----------------------------------------------------------------------------------
     def _new_graph_setup(self, g):
         random_ops.set_random_seed(self._config.tf_random_seed)
+        self._create_global_step(g)
+
+    @staticmethod
+    def _create_global_step(g):
         step = training_util.create_global_step(g)
         training_util.assert_global_step(step)
+        # Made here (in cross-replica context under a strategy), before any replica reads it.
         hooks_lib._get_or_create_global_step_read(g)
 
     def _session(self, scaffold, checkpoint_path, hooks, master):
@@ -490,10 +576,7 @@ class Estimator:
     def _input(self, input_fn, mode):
         """``(features, labels, hooks)`` from ``input_fn``: a Dataset is read through an
         initializable iterator (initialized by a hook), a tuple is ``(features, labels)``."""
-        if not callable(input_fn):
-            raise TypeError("input_fn must be callable, given: %r" % (input_fn,))
-        _, kwargs = self._call_fn_kwargs(input_fn, mode)
-        result = input_fn(**kwargs)
+        result = self._call_input_fn(input_fn, mode)
         hooks = []
         if isinstance(result, Dataset):
             iterator = make_initializable_iterator(result)
@@ -506,6 +589,42 @@ class Estimator:
             return result[0], result[1], hooks
         return result, None, hooks
 
+    def _call_input_fn(self, input_fn, mode, input_context=None):
+        """``input_fn``'s result; it gets ``mode``, ``params``, ``config`` and (under a
+        strategy) ``input_context`` when it takes them."""
+        if not callable(input_fn):
+            raise TypeError("input_fn must be callable, given: %r" % (input_fn,))
+        args, kwargs = self._call_fn_kwargs(input_fn, mode)
+        if input_context is not None and "input_context" in args:
+            kwargs["input_context"] = input_context
+        return input_fn(**kwargs)
+
+    def _distributed_input(self, input_fn, mode, strategy):
+        """``(iterator, hooks)``: ``strategy.make_input_fn_iterator`` over ``input_fn``'s
+        Dataset (initialized by a hook when the session is created)."""
+        def dataset_fn(input_context):
+            result = self._call_input_fn(input_fn, mode, input_context)
+            if not (isinstance(result, Dataset) or callable(result)):
+                raise ValueError(
+                    "With train_distribute or eval_distribute, input_fn must return a "
+                    "tf.data.Dataset (each replica reads its own batches of it), returned %r"
+                    % (result,))
+            return result
+        iterator = strategy.make_input_fn_iterator(dataset_fn)
+        return iterator, [_DatasetInitializerHook(iterator)]
+
+    def _call_model_fn_per_replica(self, strategy, features, labels, mode):
+        """``model_fn`` called once per replica: an EstimatorSpec of the regrouped fields
+        (PerReplica values where the replicas differ)."""
+        config = self.config
+
+        def replica_fn(features, labels):
+            return tuple(self._call_model_fn(features, labels, mode, config))
+        # A plain tuple through call_for_each_replica: EstimatorSpec would validate the
+        # per-replica values; _make (as TF's regroup) does not.
+        return EstimatorSpec._make(strategy.extended.call_for_each_replica(
+            replica_fn, args=(features, labels)))
+
     def _call_model_fn(self, features, labels, mode, config=None):
         args, kwargs = self._call_fn_kwargs(self._model_fn, mode, config)
         if "labels" in args:
@@ -516,6 +635,89 @@ class Estimator:
         if not isinstance(spec, EstimatorSpec):
             raise ValueError("model_fn should return an EstimatorSpec, returned %r." % (spec,))
         return spec
+
+
+@contextlib.contextmanager
+def _scale_loss_for_estimator(strategy):
+    """While training under ``strategy``, optimizers scale MEAN losses by 1/num_replicas
+    (TF1's ``_scale_loss_for_estimator_enabled``; tf.distribute.get_loss_reduction)."""
+    strategy._scale_loss_for_estimator = True
+    try:
+        yield
+    finally:
+        strategy._scale_loss_for_estimator = False
+
+
+def _loss_reduce_op_for_reporting(graph):
+    """How the replicas' losses combine into the reported one (TF1's
+    ``_get_loss_reduce_op_for_reporting``): as the optimizer scaled them, else summed."""
+    from zps.distribute import ReduceOp, get_loss_reduction
+    if getattr(graph, "_is_loss_scaled_by_optimizer", False):
+        return get_loss_reduction()
+    return ReduceOp.SUM
+
+
+def _check_no_coordinator(config, method):
+    """TF1 trains or evaluates a cluster's task with a strategy only through the distribute
+    coordinator of train_and_evaluate (Estimator.train/evaluate need its standalone client)."""
+    if config._distribute_coordinator_mode:
+        raise ValueError(
+            "Only `STANDALONE_CLIENT` mode is supported when you call `Estimator.%s` with a "
+            "distribution strategy and a cluster in TF_CONFIG, and zps has no standalone "
+            "client: call tf.estimator.train_and_evaluate in every task of the cluster (it "
+            "runs this task's part with the strategy), or unset TF_CONFIG's cluster to %s "
+            "locally." % (method, method))
+
+
+def _parse_iterator_result(result):
+    """``(features, labels)`` of an input element (TF1's ``parse_iterator_result``)."""
+    if isinstance(result, (list, tuple)):
+        if len(result) != 2:
+            raise ValueError("input_fn should return (features, labels) as a len 2 tuple.")
+        return result[0], result[1]
+    return result, None
+
+
+def _first_replica_hooks(strategy, per_replica_hooks):
+    """The hooks of the first replica (TF1 runs those)."""
+    return [strategy.experimental_local_results(hook)[0] for hook in per_replica_hooks or ()]
+
+
+def _combine_distributed_scaffold(grouped_scaffold, strategy):
+    """One Scaffold from the replicas' (TF1's ``_combine_distributed_scaffold``): their init,
+    local-init and summary ops grouped, their ready ops concatenated, the first replica's saver
+    and init_fn, their init feed dicts merged. What no replica sets is left to the Scaffold's
+    defaults, built in cross-replica context."""
+    scaffolds = strategy.experimental_local_results(grouped_scaffold)
+
+    def given(name):
+        unique = {}
+        for scaffold in scaffolds:
+            value = getattr(scaffold, name)
+            if value is not None:
+                unique.setdefault(id(value), value)
+        return list(unique.values())
+
+    def grouped(name):
+        ops = given(name)
+        return strategy.group(ops) if ops else None
+
+    def concatenated(name):
+        tensors = given(name)
+        if not tensors:
+            return None
+        return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
+
+    feed_dicts = given("init_feed_dict")
+    init_fns = [s._user_init_fn for s in scaffolds if s._user_init_fn is not None]
+    savers = given("saver")
+    return Scaffold(
+        init_op=grouped("init_op"), ready_op=concatenated("ready_op"),
+        ready_for_local_init_op=concatenated("ready_for_local_init_op"),
+        local_init_op=grouped("local_init_op"), summary_op=grouped("summary_op"),
+        saver=savers[0] if savers else None,
+        init_feed_dict={k: v for d in feed_dicts for k, v in d.items()} or None,
+        init_fn=init_fns[0] if init_fns else None)
 
 
 def _verify_modelfn_args(model_fn, params):
@@ -597,7 +799,7 @@ def _write_dict_to_summary(output_dir, results, global_step):
 
 
 class _DatasetInitializerHook(SessionRunHook):
-    """Initializes the input iterator when a session is created."""
+    """Initializes the input iterator (a strategy's too) when a session is created."""
 
     def __init__(self, iterator):
         self._iterator = iterator

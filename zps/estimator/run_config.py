@@ -10,8 +10,16 @@
 >>> config.num_ps_replicas, config.num_worker_replicas, config.global_id_in_cluster
 (1, 3, 2)
 >>> del os.environ["TF_CONFIG"]
+
+With ``train_distribute`` (a ``tf.distribute`` strategy, or ``experimental_distribute``'s,
+a ``tf.contrib.distribute.DistributeConfig``) and a cluster in ``TF_CONFIG``, TF1 hands the
+cluster to the distribute coordinator (its INDEPENDENT_WORKER mode): the config keeps the
+cluster but describes a local task until ``tf.estimator.train_and_evaluate`` runs this task's
+part (see zps/estimator/training.py); without a cluster, or with a ``master`` job, the
+strategy just distributes this process's training.
 """
 
+import collections
 import copy
 import logging
 
@@ -20,7 +28,7 @@ from zps.distributed.cluster_spec import ClusterSpec
 from zps.distributed.resolvers import _load_tf_config
 from zps.estimator.util import fn_args
 
-__all__ = ["RunConfig", "TaskType"]
+__all__ = ["DistributeConfig", "RunConfig", "TaskType"]
 
 _logger = logging.getLogger("zps.estimator")
 
@@ -31,6 +39,8 @@ _SESSION_MASTER_KEY = "session_master"
 _EVAL_SESSION_MASTER_KEY = "eval_session_master"
 _MODEL_DIR_KEY = "model_dir"
 _DEFAULT_SAVE_CHECKPOINTS_SECS = 600
+# The distribute coordinator's mode zps runs (TF1's CoordinatorMode.INDEPENDENT_WORKER).
+INDEPENDENT_WORKER = "independent_worker"
 
 
 class TaskType:
@@ -47,6 +57,17 @@ _REPLACEABLE = ("model_dir", "tf_random_seed", "save_summary_steps", "save_check
                 "keep_checkpoint_every_n_hours", "log_step_count_steps", "train_distribute",
                 "device_fn", "protocol", "eval_distribute", "experimental_distribute",
                 "experimental_max_worker_delay_secs", "session_creation_timeout_secs")
+
+
+class DistributeConfig(collections.namedtuple(
+        "DistributeConfig", ["train_distribute", "eval_distribute", "remote_cluster"])):
+    """TF1's ``tf.contrib.distribute.DistributeConfig``: the strategies of
+    ``RunConfig(experimental_distribute=...)`` (``train_distribute``, ``eval_distribute``) and
+    ``remote_cluster``, the cluster of TF1's standalone-client mode (not supported by zps:
+    run every task with ``TF_CONFIG`` and ``tf.estimator.train_and_evaluate`` instead)."""
+
+    def __new__(cls, train_distribute=None, eval_distribute=None, remote_cluster=None):
+        return super().__new__(cls, train_distribute, eval_distribute, remote_cluster)
 
 
 class RunConfig:
@@ -91,7 +112,11 @@ class RunConfig:
         self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
         self._session_creation_timeout_secs = session_creation_timeout_secs
         self._validate()
-        self._init_distributed_setting(tf_config)
+        self._distribute_coordinator_mode = None
+        if train_distribute or eval_distribute or experimental_distribute:
+            self._init_distribute(tf_config)
+        else:
+            self._init_distributed_setting(tf_config)
         if self._session_config is None:
             self._session_config = self._default_session_config()
 
@@ -117,9 +142,51 @@ class RunConfig:
               "session_creation_timeout_secs should be > 0")
         check("device_fn", lambda v: callable(v) and fn_args(v) == ("op",),
               'device_fn must be callable with exactly one argument "op"')
+        check("train_distribute", _is_strategy, "train_distribute must be a "
+              "tf.distribute.Strategy such as tf.distribute.MirroredStrategy()")
+        check("eval_distribute", _is_strategy, "eval_distribute must be a "
+              "tf.distribute.Strategy such as tf.distribute.MirroredStrategy()")
+        check("experimental_distribute", lambda v: isinstance(v, DistributeConfig),
+              "experimental_distribute must be a tf.contrib.distribute.DistributeConfig")
         check("protocol", lambda v: v in ("grpc", "zps"),
               "protocol should be grpc or zps (both are zps's ZeroMQ transport; grpc+verbs is "
               "not supported)")
+
+    def _init_distribute(self, tf_config):
+        """TF1's ``distribute_coordinator_training.init_run_config``: take the strategies of
+        ``experimental_distribute``, then either read the cluster as usual (no cluster, a
+        ``master`` job, or no ``train_distribute``) or keep only the cluster for the distribute
+        coordinator of ``train_and_evaluate`` (INDEPENDENT_WORKER mode)."""
+        config = self._experimental_distribute
+        if config is not None and config.train_distribute:
+            if self._train_distribute:
+                raise ValueError("Either `train_distribute` or "
+                                 "`experimental_distribute.train_distribute` can be set.")
+            self._train_distribute = config.train_distribute
+        if config is not None and config.eval_distribute:
+            if self._eval_distribute:
+                raise ValueError("Either `eval_distribute` or "
+                                 "`experimental_distribute.eval_distribute` can be set.")
+            self._eval_distribute = config.eval_distribute
+        if self._train_distribute and config is not None and config.remote_cluster:
+            raise NotImplementedError(
+                "zps does not run the distribute coordinator's standalone-client mode "
+                "(experimental_distribute.remote_cluster=%r): start every task of the cluster "
+                "with TF_CONFIG and call tf.estimator.train_and_evaluate in each."
+                % (config.remote_cluster,))
+        try:
+            cluster_spec = ClusterSpec(tf_config.get("cluster", {}))
+        except (TypeError, ValueError) as e:
+            raise ValueError("TF_CONFIG's \"cluster\" is malformed: %s" % e) from None
+        if (not cluster_spec or TaskType.MASTER in cluster_spec.jobs
+                or not self._train_distribute):
+            self._init_distributed_setting(tf_config)
+            return
+        # INDEPENDENT_WORKER: a local task for now; train_and_evaluate's coordinator sets the
+        # task (from TF_CONFIG) before this task trains or evaluates.
+        self._init_distributed_setting({})
+        self._cluster_spec = cluster_spec
+        self._distribute_coordinator_mode = INDEPENDENT_WORKER
 
     def _init_distributed_setting(self, tf_config):
         self._service = tf_config.get("service")
@@ -177,7 +244,7 @@ class RunConfig:
 
     def _default_session_config(self):
         """TF1's default for between-graph training: each task sees only the tasks it talks to."""
-        if not self._cluster_spec:
+        if not self._cluster_spec or self._distribute_coordinator_mode:
             return None
         filters = {TaskType.MASTER: ["/job:ps", "/job:master"],
                    TaskType.CHIEF: ["/job:ps", "/job:chief"],
@@ -186,6 +253,34 @@ class RunConfig:
         if self._task_type not in filters:
             return None
         return ConfigProto(allow_soft_placement=True, device_filters=filters[self._task_type])
+
+    def _for_coordinator_task(self, task_type, task_id):
+        """A copy describing ``task_type``/``task_id`` of the coordinator's cluster (TF1's
+        ``_init_run_config_from_worker_context``): the master is this task's own server, the
+        chief is the ``chief`` task (or worker 0 when there is none); an evaluator runs
+        locally, outside the cluster."""
+        new = copy.deepcopy(self)
+        new._service, new._distribute_coordinator_mode = None, None
+        new._task_type, new._task_id = task_type, task_id
+        jobs = self._cluster_spec.jobs
+        if task_type == TaskType.EVALUATOR:
+            new._cluster_spec = ClusterSpec({})
+            new._master = new._evaluation_master = _LOCAL_MASTER
+            new._is_chief = True
+            new._num_ps_replicas, new._num_worker_replicas = 0, 0
+            new._global_id_in_cluster = None
+            return new
+        new._master = new._evaluation_master = (
+            _GRPC_SCHEME + self._cluster_spec.task_address(task_type, task_id))
+        new._is_chief = task_type == TaskType.CHIEF or (
+            TaskType.CHIEF not in jobs and task_type == TaskType.WORKER and task_id == 0)
+        counts = self._cluster_spec.as_dict()
+        new._num_ps_replicas = len(counts.get(TaskType.PS, []))
+        new._num_worker_replicas = (len(counts.get(TaskType.WORKER, []))
+                                    + len(counts.get(TaskType.CHIEF, [])))
+        new._global_id_in_cluster = _global_id(self._cluster_spec, task_type, task_id,
+                                               TaskType.CHIEF)
+        return new
 
     def replace(self, **kwargs):
         """A copy with the given properties changed (the cluster stays TF_CONFIG's)."""
@@ -221,6 +316,11 @@ for _name in _REPLACEABLE + ("cluster_spec", "evaluation_master", "is_chief", "m
                              "num_ps_replicas", "num_worker_replicas", "global_id_in_cluster",
                              "task_id", "task_type", "service"):
     setattr(RunConfig, _name, _make_property(_name))
+
+
+def _is_strategy(value):
+    from zps.distribute import Strategy
+    return isinstance(value, Strategy)
 
 
 def _model_dir(tf_config, model_dir):
@@ -276,7 +376,7 @@ def _global_id(cluster_spec, task_type, task_id, chief_type):
     """The chief is 0, then the other jobs sorted by name, the ps tasks last (so that the
     workers' ids are contiguous)."""
     jobs = cluster_spec.jobs
-    ordered = [chief_type]
+    ordered = [chief_type] if chief_type in jobs else []
     ordered += [j for j in sorted(jobs) if j not in (chief_type, TaskType.PS)]
     if TaskType.PS in jobs:
         ordered.append(TaskType.PS)

@@ -11,13 +11,24 @@ into ``model_dir/export/<exporter name>``::
 
     TF_CONFIG='{"cluster": {"chief": ["h0:2222"], "ps": ["h1:2222"], "worker": ["h2:2222"]},
                 "task": {"type": "worker", "index": 0}}' python trainer.py
+
+With ``RunConfig(train_distribute=tf.distribute.experimental.ParameterServerStrategy())`` and
+a cluster, TF1's distribute coordinator runs the task instead (INDEPENDENT_WORKER mode): the
+ps tasks serve; the chief and the workers start their server, configure their own copy of the
+strategy for their task (variables on the ps tasks, compute on this task) and train at once
+(no staggered start), the chief initializing and checkpointing; the evaluator evaluates with
+``eval_distribute``. Only between-graph strategies can run so (TF1's in-graph multi-worker
+MirroredStrategy is not in zps).
 """
 
+import copy
 import logging
 import os
 import time
 
 from zps.client.config import ConfigProto
+from zps.distributed.cluster_spec import ClusterSpec
+from zps.distributed.resolvers import _task_index, _tf_config_task
 from zps.distributed.server import Server
 from zps.estimator.estimator import Estimator
 from zps.estimator.exporter import Exporter
@@ -113,6 +124,10 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         raise TypeError("`eval_spec` must have type `tf.estimator.EvalSpec`. Got: %r"
                         % (eval_spec,))
     config = estimator.config
+    if config._distribute_coordinator_mode and config.cluster_spec:
+        _logger.info("Running `train_and_evaluate` with Distribute Coordinator.")
+        _run_distribute_coordinator(estimator, train_spec, eval_spec)
+        return None
     if config.task_type == TaskType.EVALUATOR and config.task_id > 0:
         raise ValueError("For distributed training, there can only be one `evaluator` task "
                          "(with task id 0). Given task id %d" % config.task_id)
@@ -129,6 +144,69 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
                          "TF_CONFIG's cluster and task unset to train and evaluate locally)."
                          % (config.task_type, [*_TRAINER_JOBS, TaskType.PS, TaskType.EVALUATOR]))
     return run()
+
+
+def _run_distribute_coordinator(estimator, train_spec, eval_spec):
+    """This task's part of ``train_and_evaluate`` under TF1's distribute coordinator in
+    INDEPENDENT_WORKER mode (``estimator_training.train_and_evaluate``): the task is
+    ``TF_CONFIG``'s, the cluster the RunConfig's."""
+    config = estimator.config
+    task = _tf_config_task()
+    task_type, task_id = task.get("type"), _task_index(task.get("index", 0))
+    cluster_spec = config.cluster_spec
+    if task_type != TaskType.EVALUATOR and task_type not in cluster_spec.jobs:
+        raise ValueError("TF_CONFIG's task type %r is not a job of its cluster %s: set "
+                         "TF_CONFIG's \"task\" to this process's place in the cluster."
+                         % (task_type, cluster_spec.as_dict()))
+    strategy = config.train_distribute
+    if not strategy.extended.experimental_between_graph:
+        raise NotImplementedError(
+            "%s cannot train on the cluster of TF_CONFIG in zps (TF1's in-graph multi-worker "
+            "replication is not supported): use tf.distribute.experimental."
+            "ParameterServerStrategy() as train_distribute for a cluster, or train without a "
+            "cluster in TF_CONFIG." % type(strategy).__name__)
+    session_config = copy.deepcopy(config.session_config) or ConfigProto(
+        allow_soft_placement=True)
+    if task_type == TaskType.EVALUATOR:
+        eval_strategy = copy.deepcopy(config.eval_distribute)
+        if eval_strategy is not None:
+            eval_strategy.configure(session_config)
+        local = _coordinator_estimator(estimator, task_type, task_id, session_config,
+                                       eval_distribute=eval_strategy)
+        _TrainingExecutor(local, train_spec, eval_spec).run_evaluator()
+        return
+    # The training cluster (the evaluator is not part of it), a server for this task.
+    training_cluster = ClusterSpec({job: tasks for job, tasks in cluster_spec.as_dict().items()
+                                    if job != TaskType.EVALUATOR})
+    _logger.info("Start the server of /job:%s/task:%d.", task_type, task_id)
+    server = Server(training_cluster, job_name=task_type, task_index=task_id,
+                    config=ConfigProto(gpu_options=session_config.gpu_options),
+                    protocol=config.protocol)
+    if task_type == TaskType.PS:
+        server.join()
+        return
+    if task_type not in (TaskType.CHIEF, TaskType.WORKER):
+        raise ValueError("Unexpected task_type: %r (the distribute coordinator runs chief, "
+                         "worker, ps and evaluator tasks)" % (task_type,))
+    strategy = copy.deepcopy(strategy)
+    strategy.configure(session_config, training_cluster, task_type, task_id)
+    local = _coordinator_estimator(estimator, task_type, task_id, session_config,
+                                   train_distribute=strategy)
+    local.train(train_spec.input_fn, max_steps=train_spec.max_steps,
+                hooks=list(train_spec.hooks))
+
+
+def _coordinator_estimator(estimator, task_type, task_id, session_config, **strategies):
+    """A copy of ``estimator`` whose config is that task's (and the given strategies)."""
+    local = copy.copy(estimator)
+    config = estimator.config._for_coordinator_task(task_type, task_id)
+    config._session_config = session_config
+    for name, strategy in strategies.items():
+        setattr(config, "_" + name, strategy)
+    local._config = config
+    local._train_distribution = config.train_distribute
+    local._eval_distribution = config.eval_distribute
+    return local
 
 
 class _TrainingExecutor:

@@ -1,7 +1,8 @@
 """``tf.keras`` as TF 1.13-1.15 graph-mode programs use it (in model functions, estimators and
 MonitoredTrainingSession loops): layers (zps/keras/layers.py, on tf.layers'), ``Sequential`` and
 functional ``Model`` containers (models.py) with Keras's training loop (``compile``/``fit``/
-``evaluate``/``predict`` on numpy arrays, training.py), ``optimizers`` (Keras's update rules),
+``evaluate``/``predict`` on numpy arrays or ``tf.data`` datasets, training.py; on the replicas of
+a ``tf.distribute`` strategy, training_distributed.py), ``optimizers`` (Keras's update rules),
 ``activations``, ``initializers``, ``regularizers``, ``losses`` and ``backend``; ``callbacks``
 (callbacks.py), whole-model saving (saving.py: ``models.load_model``) and ``utils``.
 

@@ -266,11 +266,26 @@ def batch_set_value(tuples):
         if cached is None:
             with x.graph.as_default(), x.graph.control_dependencies(None):
                 holder = array_ops.placeholder(x.dtype.base_dtype, shape=None)
-                cached = (holder, state_ops.assign(x, holder, validate_shape=False).op)
+                cached = (holder, control_flow_ops.group(*[
+                    state_ops.assign(v, part, validate_shape=False)
+                    for v, part in _copies(x, holder)]))
             x._keras_assign = cached
         feed[cached[0]] = value
         ops.append(cached[1])
     session.run(ops, feed_dict=feed)
+
+
+def _copies(x, value):
+    """``(variable, value)`` for each copy of ``x`` (a strategy's variable has one per
+    device, all set; those of a SUM-aggregated SyncOnRead variable share ``value``)."""
+    from zps.distribute import values
+    from zps.ops.variables import VariableAggregation
+    if not values.is_distributed_variable(x):
+        return [(x, value)]
+    copies = list(x.values)
+    if isinstance(x, values.SyncOnReadVariable) and x.aggregation == VariableAggregation.SUM:
+        value = value / float(len(copies))
+    return [(v, value) for v in copies]
 
 
 def count_params(x):

@@ -106,6 +106,7 @@ class Layer(layers_impl.Layer):
         super().__init__(*args, **kwargs)
         self._nodes = []
         self._output_shape = None
+        self._weight_losses = {}   # id(regularization loss) -> (variable, regularizer)
 
     supports_masking = False   # whether the input mask passes through (compute_mask)
 
@@ -135,6 +136,17 @@ class Layer(layers_impl.Layer):
                   for t in flat]
         self._output_shape = shapes[0] if not isinstance(outputs, list | tuple) else shapes
         return outputs
+
+    def add_weight(self, name, shape, dtype=None, initializer=None, regularizer=None, *args,
+                   **kwargs):
+        """tf.layers' ``add_weight``, remembering which variable and regularizer made each
+        regularization loss (``weight_losses``)."""
+        known = len(self._losses)
+        variable = super().add_weight(name, shape, dtype, initializer, regularizer, *args,
+                                      **kwargs)
+        for loss in self._losses[known:]:
+            self._weight_losses[id(loss)] = (variable, regularizer)
+        return variable
 
     def compute_mask(self, inputs, mask=None):
         """The mask of the outputs (a bool tensor [batch, time], or None) for inputs masked by
@@ -194,6 +206,20 @@ class Layer(layers_impl.Layer):
         """The layer ``get_config`` described (its serialized arguments are taken back by
         the constructor, as Keras's)."""
         return cls(**config)
+
+
+def weight_losses(layer, seen=None):
+    """id(regularization loss) -> (variable, regularizer) for the weights of ``layer`` and of
+    the layers in it (a model's, a wrapper's, an RNN's cell): TF's Keras computes these losses
+    again where they are used (under a strategy, each replica's from its copy of the weight)."""
+    seen = set() if seen is None else seen
+    seen.add(id(layer))
+    found = dict(getattr(layer, "_weight_losses", {}))
+    for value in vars(layer).values():
+        for inner in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(inner, layers_impl.Layer) and id(inner) not in seen:
+                found.update(weight_losses(inner, seen))
+    return found
 
 
 def keras_session(layer):

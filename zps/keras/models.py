@@ -238,14 +238,14 @@ class Model(Layer):
 
     def save_weights(self, filepath, overwrite=True, save_format=None):
         """Save the model's weights to a TF checkpoint at ``filepath`` (by variable name,
-        through ``tf.train.Saver`` and the default session)."""
+        through ``tf.train.Saver`` and Keras's session, as TF 1.15's Keras)."""
         from zps.train.saver import Saver
         _check_checkpoint_format(filepath, save_format)
         Saver(var_list=self.weights).save(_session(self, "save_weights"), filepath)
 
     def load_weights(self, filepath, by_name=False):
         """Restore the model's weights from a checkpoint ``save_weights`` wrote (or any TF
-        checkpoint with variables of the same names) through the default session."""
+        checkpoint with variables of the same names) through Keras's session."""
         from zps.train.saver import Saver
         _check_checkpoint_format(filepath, None)
         Saver(var_list=self.weights).restore(_session(self, "load_weights"), filepath)
@@ -308,12 +308,11 @@ def _check_checkpoint_format(filepath, save_format):
 
 
 def _session(model, what):
-    from zps.framework import default_session
-    session = default_session.get()
-    if session is None:
-        raise ValueError("%s of model %s runs in the default session, and there is none: call "
-                         "it inside `with tf.Session() as sess:`" % (what, model.name))
-    return session
+    # TF 1.15's Keras saves and loads weights in its session (backend.get_session(): the
+    # default session, else Keras's own, as fit/evaluate/predict use).
+    del model, what
+    from zps.keras import backend
+    return backend.get_session()
 
 
 class Sequential(Model):

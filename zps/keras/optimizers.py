@@ -11,10 +11,11 @@ with Keras's update rules, defaults and slot initial values, which differ from `
 * Adagrad: ``var -= lr * g / (sqrt(accum) + eps)``, ``accum`` starting at 0.1;
 * Nadam: Keras's momentum schedule (``schedule_decay`` 0.004).
 
-Every optimizer takes ``clipvalue``/``clipnorm`` (each gradient clipped before it is applied),
-``decay`` (``lr / (1 + decay * iterations)``) and a ``learning_rate`` that may be a
-``tf.keras.optimizers.schedules`` schedule. Sparse gradients (IndexedSlices) get Keras's sparse
-updates (Adam, Nadam and RMSprop decay every row's slots, the gradient goes to its rows).
+Every optimizer takes ``clipvalue``/``clipnorm`` (each gradient clipped when it is computed:
+``get_gradients``, ``compute_gradients``, ``minimize``), ``decay`` (``lr / (1 + decay *
+iterations)``) and a ``learning_rate`` that may be a ``tf.keras.optimizers.schedules`` schedule.
+Sparse gradients (IndexedSlices) get Keras's sparse updates (Adam, Nadam and RMSprop decay every
+row's slots, the gradient goes to its rows).
 
 They are ``tf.train.Optimizer`` subclasses: ``minimize(loss, var_list)``,
 ``apply_gradients`` and Keras's ``get_updates(loss, params)`` all work, and each applied step
@@ -115,26 +116,27 @@ class Optimizer(_TrainOptimizer):
         return self._iterations[graph]
 
     def get_gradients(self, loss, params):
-        """The gradients of ``loss`` for ``params`` (``apply_gradients`` clips them); an error
-        names the first parameter without one."""
+        """The gradients of ``loss`` for ``params``, clipped (``clipvalue``, then
+        ``clipnorm``); an error names the first parameter without one."""
         grads = gradients_impl.gradients(loss, params)
         for g, p in zip(grads, params):
             if g is None:
                 raise ValueError("Variable %s has `None` for gradient: the loss does not depend "
                                  "on it. Leave it out of the list of parameters." % p.name)
-        return grads
+        return self._clip(grads)
+
+    def compute_gradients(self, loss, var_list=None, *args, **kwargs):
+        """``tf.train.Optimizer.compute_gradients``, the gradients clipped as
+        ``get_gradients``'s (as TF 1.15's OptimizerV2 clips them when it computes them;
+        ``apply_gradients`` applies what it is given, each step adding one to
+        ``iterations``)."""
+        grads_and_vars = super().compute_gradients(loss, var_list, *args, **kwargs)
+        grads = self._clip([g for g, _ in grads_and_vars])
+        return [(g, v) for g, (_, v) in zip(grads, grads_and_vars)]
 
     def get_updates(self, loss, params):
         """Keras's graph-mode training step: ``[apply_gradients(get_gradients(loss, params))]``."""
         return [self.apply_gradients(list(zip(self.get_gradients(loss, params), params)))]
-
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        """Clip the gradients (``clipvalue``, then ``clipnorm``) and apply them; ``iterations``
-        (and ``global_step`` if given) go up by one."""
-        grads_and_vars = list(grads_and_vars)
-        grads = self._clip([g for g, _ in grads_and_vars])
-        return super().apply_gradients([(g, v) for g, (_, v) in zip(grads, grads_and_vars)],
-                                       global_step, name)
 
     def _clip(self, grads):
         if self.clipvalue is not None:

@@ -5,8 +5,9 @@ the ``*_on_batch`` steps, in ``tf.keras.backend.get_session()``.
 * the graph (placeholders for the inputs and targets, the loss, the metrics, the train op) is
   built on first use, in the graph the model was compiled in;
 * the loss is the mean of the loss function over the batch (times ``loss_weights``) plus the
-  layers' losses (``model.losses``); ``fit`` runs the train op with the layers' update ops
-  (batch norm's moving averages) and the learning phase fed 1;
+  layers' losses: the weights' regularization losses and the activity losses of the model's
+  call on the inputs (``call_with_losses``); ``fit`` runs the train op with the layers' update
+  ops (batch norm's moving averages) and the learning phase fed 1;
 * a batch's values are those before its update; an epoch's (or ``evaluate``'s) loss is the
   mean over batches weighted by batch size, its metrics running means (see ``_Means``);
 * models with several inputs and outputs take lists or dicts (by input / output layer name)
@@ -19,7 +20,12 @@ the ``*_on_batch`` steps, in ``tf.keras.backend.get_session()``.
   (logged as ``weighted_acc``) are running means weighted likewise, ``metrics`` are not;
 * a 1-D target is made ``[n, 1]``, as Keras does; ``callbacks`` are called as
   zps/keras/callbacks.py says; ``fit_generator`` and co. take Python generators and
-  ``tf.keras.utils.Sequence``.
+  ``tf.keras.utils.Sequence``;
+* ``fit``/``evaluate``/``predict`` also take a ``tf.data`` dataset of batches (``(x, y)``,
+  ``(x, y, sample_weight)``; ``x`` for predict), read in the model's graph through one
+  iterator (TF 1.15's rules for ``steps``; the loss of an epoch is the mean over its steps);
+* a model compiled in a ``tf.distribute`` strategy's scope runs on its replicas
+  (zps/keras/training_distributed.py).
 
 >>> import numpy as np, zps as tf
 >>> with tf.Graph().as_default():
@@ -31,6 +37,8 @@ the ``*_on_batch`` steps, in ``tf.keras.backend.get_session()``.
 ...     print(sorted(history.history), len(history.history["loss"]), model.evaluate(x, y, verbose=0) < 1.0)
 ['loss'] 3 True
 """
+
+import logging
 
 import numpy as np
 
@@ -127,6 +135,7 @@ class _Compiled:
         self.loss, self.metrics, self.loss_weights = loss, metrics, loss_weights
         self.sample_weight_mode, self.weighted_metrics = sample_weight_mode, weighted_metrics
         self.built = False
+        self.strategy = self.replicas = None   # a strategy's model: training_distributed.py
 
 
 def compile(model, optimizer, loss=None, metrics=None, loss_weights=None,  # noqa: A001
@@ -141,6 +150,9 @@ def compile(model, optimizer, loss=None, metrics=None, loss_weights=None,  # noq
     ``weighted_acc``). The loss is ``sum(weight * mean(sample_weight * output loss))`` plus
     ``model.losses``."""
     for key, value in kwargs.items():
+        if key == "distribute" and value is not None:   # TF 1.15 deprecates it
+            raise NotImplementedError("zps's Model.compile does not take `distribute`: create "
+                                      "and compile the model in `with strategy.scope():`")
         if value is not None:
             raise NotImplementedError("zps's Model.compile does not support `%s`" % key)
     if loss is None:
@@ -155,10 +167,13 @@ def compile(model, optimizer, loss=None, metrics=None, loss_weights=None,  # noq
             raise ValueError('"sample_weight_mode should be None or "temporal". Found: %r (for '
                              "timestep-wise weights of outputs [batch, time, ...], give "
                              '"temporal"; one per output as a list or dict)' % (mode,))
+    from zps.keras import training_distributed
+    strategy = training_distributed.compile_strategy(model, sample_weight_mode, weighted_metrics)
     graph = model.weights[0].graph if model.built and model.weights else get_default_graph()
     model.optimizer = optimizers.get(optimizer)
     model._compiled = _Compiled(graph, model.optimizer, loss, metrics, loss_weights,
                                 sample_weight_mode, weighted_metrics)
+    model._compiled.strategy = strategy
     model.stop_training = False
     if model.inputs is not None and model.outputs is not None and model._graph_network():
         with graph.as_default():
@@ -234,7 +249,12 @@ def input_names(model):
 
 def _build(model, c, x):
     """Placeholders, losses, metrics and train op of ``model`` (for inputs like ``x`` when the
-    model has no ``Input``)."""
+    model has no ``Input``); under a strategy, one replica of them per device
+    (zps/keras/training_distributed.py)."""
+    if c.strategy is not None:
+        from zps.keras import training_distributed
+        training_distributed.build(model, c)
+        return
     if model.inputs is not None and model.outputs is not None and model._graph_network():
         inputs = list(model.inputs)
         c.input_names = input_names(model)
@@ -243,24 +263,72 @@ def _build(model, c, x):
                                         [None, *a.shape[1:]], name="input_%d" % i)
                   for i, a in enumerate(x)]
         c.input_names = ["input_%d" % (i + 1) for i in range(len(inputs))]
-    tensors = _flat(model(inputs if len(inputs) > 1 else inputs[0]))
+    tensors, call_losses = call_with_losses(model, inputs)
     names = output_names(model) or ["output_%d" % (i + 1) for i in range(len(tensors))]
+    c.inputs = inputs
     if c.optimizer is None:   # predict without compile: the outputs only
-        c.inputs, c.stateful, c.names, c.values, c.kinds = inputs, [], [], [], []
-        c.outputs = [_Output(name, tensor, None, 1.0) for name, tensor in zip(names, tensors)]
-        c.built = True
+        _predict_only(c, [_Output(name, tensor, None, 1.0)
+                          for name, tensor in zip(names, tensors)])
         return
+    c.outputs = _outputs(c, names, tensors)
+    _add_metrics(c, c.outputs)
+    c.total_loss = c.values[0] = _total_loss(c.outputs, call_losses)
+    _learning_rate_variable(c.optimizer)
+    # The values a batch reports are those before its update.
+    with get_default_graph().control_dependencies(c.values):
+        c.train_op = _train_op(model, c.optimizer, c.total_loss, inputs)
+    c.built = True
+
+
+def call_with_losses(model, inputs, replica=False):
+    """The outputs of ``model`` called on ``inputs`` (a list) and the losses that go with that
+    call, as TF's Keras counts them: the weights' regularization losses and the activity
+    losses of this call (not those of other calls of the layers, e.g. on ``model.inputs``).
+    In a ``replica`` of a strategy the weights' losses are computed again there, from the
+    replica's copies of the weights (TF's are callables, computed where they are used)."""
+    from zps.keras.engine import weight_losses
+    before = {id(x) for x in model.losses}
+    tensors = _flat(model(inputs if len(inputs) > 1 else inputs[0]))
+    losses = [x for x in model.losses
+              if id(x) not in before or not _reads_placeholders(x)]
+    if replica:
+        sources = weight_losses(model)
+        graph = get_default_graph()
+        for i, x in enumerate(losses):
+            if id(x) in sources:
+                variable, regularizer = sources[id(x)]
+                with graph.name_scope(variable.op.name + "/Regularizer"):
+                    losses[i] = regularizer(variable)
+    return tensors, losses
+
+
+def _reads_placeholders(tensor):
+    """Whether ``tensor`` is computed from a placeholder (a call's inputs)."""
+    seen, todo = set(), [tensor.op]
+    while todo:
+        op = todo.pop()
+        if op.type in ("Placeholder", "PlaceholderWithDefault"):
+            return True
+        for t in op.inputs:
+            if id(t.op) not in seen:
+                seen.add(id(t.op))
+                todo.append(t.op)
+    return False
+
+
+def _predict_only(c, outputs):
+    c.outputs, c.stateful, c.names, c.values, c.kinds = outputs, [], [], [], []
+    c.built = True
+
+
+def _outputs(c, names, tensors):
+    """The compiled outputs of ``tensors``: each with its loss function and weight, target and
+    sample weight placeholders, Keras mask and (weighted) loss."""
     loss_fns = [losses.get(fn) for fn in _per_output(c.loss, names, "loss", None)]
     weights = [float(w) for w in _per_output(c.loss_weights, names, "loss_weights", 1.0)]
-    metrics = _per_output(c.metrics, names, "metrics", [])
-    weighted_metrics = _per_output(c.weighted_metrics, names, "weighted_metrics", [])
     modes = _per_output(c.sample_weight_mode, names, "sample_weight_mode", "samplewise")
-    c.inputs = inputs
-    c.outputs = [_Output(*args) for args in zip(names, tensors, loss_fns, weights)]
-    several = len(c.outputs) > 1
-    c.names, c.values, c.kinds, c.stateful = ["loss"], [None], ["loss"], []
-    total = []
-    for o, mode in zip(c.outputs, modes):
+    outputs = [_Output(*args) for args in zip(names, tensors, loss_fns, weights)]
+    for o, mode in zip(outputs, modes):
         o.target = array_ops.placeholder(o.tensor.dtype, [None] * o.tensor.get_shape().ndims,
                                          name="%s_target" % o.name)
         # TF 1.15: an output's Keras mask weights its per-step losses (the mean still over all
@@ -274,12 +342,22 @@ def _build(model, c, x):
         o.weights = o.sample_weight if o.mask is None else \
             _fit_rank(math_ops.cast(o.sample_weight, o.mask.dtype), o.mask) * o.mask
         o.loss = _weighted_loss(o.loss_fn(o.target, o.tensor), o.weights)
-        total.append(o.loss * o.weight)
-        if several:
-            c.names.append(o.name + "_loss")
-            c.values.append(o.loss)
-            c.kinds.append("output_loss")
-    for o, given, given_weighted in zip(c.outputs, metrics, weighted_metrics):
+    return outputs
+
+
+def _add_metrics(c, outputs):
+    """``c.names``, ``c.values``, ``c.kinds`` (the loss first, left None for the caller, then
+    the outputs' losses where there are several, then the metrics) and ``c.stateful``."""
+    names = [o.name for o in outputs]
+    metrics = _per_output(c.metrics, names, "metrics", [])
+    weighted_metrics = _per_output(c.weighted_metrics, names, "weighted_metrics", [])
+    several = len(outputs) > 1
+    c.names, c.values, c.kinds, c.stateful = ["loss"], [None], ["loss"], []
+    for o in outputs if several else []:
+        c.names.append(o.name + "_loss")
+        c.values.append(o.loss)
+        c.kinds.append("output_loss")
+    for o, given, given_weighted in zip(outputs, metrics, weighted_metrics):
         for weighted, m in [(False, m) for m in _as_metric_list(given)] + \
                 [(True, m) for m in _as_metric_list(given_weighted)]:
             name, fn = _metric(m, o.loss_fn, o.tensor)
@@ -295,19 +373,24 @@ def _build(model, c, x):
                 continue
             c.values.append(math_ops.reduce_mean(fn(o.target, o.tensor)))
             c.kinds.append("metric")
-    loss = math_ops.add_n(total) if several else total[0]
-    if model.losses:
-        loss = loss + math_ops.add_n(list(model.losses))
-    c.total_loss = c.values[0] = loss
-    _learning_rate_variable(c.optimizer)
-    # The values a batch reports are those before its update.
-    graph = get_default_graph()
-    with graph.control_dependencies(c.values):   # (a model without weights trains nothing)
-        step = c.optimizer.minimize(loss, var_list=model.trainable_weights) \
-            if model.trainable_weights else control_flow_ops.no_op()
-        c.train_op = control_flow_ops.group(step, *model.get_updates_for(inputs if len(inputs) > 1
-                                                                         else inputs[0]))
-    c.built = True
+
+
+def _total_loss(outputs, extra_losses):
+    """The outputs' losses times their weights, plus ``extra_losses`` (the model's)."""
+    total = [o.loss * o.weight for o in outputs]
+    loss = math_ops.add_n(total) if len(total) > 1 else total[0]
+    if extra_losses:
+        loss = loss + math_ops.add_n(list(extra_losses))
+    return loss
+
+
+def _train_op(model, optimizer, loss, inputs):
+    """The optimizer's step on ``loss`` with the update ops of the model's call on ``inputs``
+    (a model without weights trains nothing)."""
+    step = optimizer.minimize(loss, var_list=model.trainable_weights) \
+        if model.trainable_weights else control_flow_ops.no_op()
+    return control_flow_ops.group(step, *model.get_updates_for(inputs if len(inputs) > 1
+                                                               else inputs[0]))
 
 
 def _as_metric_list(given):
@@ -505,12 +588,18 @@ def _standardize_weights(y, sample_weight, class_weight, mode):
     return weights if sample_weight is None else weights * sample_weight
 
 
-def _feed(c, x, y, weights, training):
-    feed = dict(zip(c.inputs, x))
-    if y is not None:
-        feed.update((o.target, a) for o, a in zip(c.outputs, y))
-    if weights is not None:
-        feed.update((o.sample_weight, w) for o, w in zip(c.outputs, weights) if w is not None)
+def _feed(c, x, y, weights, training, split=None):
+    """The feed of a batch (under a strategy: ``split`` examples to each replica)."""
+    if c.replicas is not None:
+        from zps.keras import training_distributed
+        feed = training_distributed.feed(c, x, y, weights, split)
+    else:
+        feed = dict(zip(c.inputs, x))
+        if y is not None:
+            feed.update((o.target, a) for o, a in zip(c.outputs, y))
+        if weights is not None:
+            feed.update((o.sample_weight, w) for o, w in zip(c.outputs, weights)
+                        if w is not None)
     phase = backend._state_of(c.graph).get("phase")
     if phase is not None and not isinstance(phase, int):
         feed[phase] = training
@@ -584,11 +673,11 @@ def _run(model, c, batches, mode, callbacks, by_steps=False):
     if mode != "predict":
         for metric in c.stateful:   # each epoch and evaluation starts them afresh (TF 1.15)
             metric.reset_states()
-    for i, (x, y, weights) in enumerate(batches):
+    for i, (x, y, weights, *split) in enumerate(batches):   # split: under a strategy
         size = len(x[0])
         logs = {"batch": i, "size": size}
         getattr(callbacks, "on_%s_batch_begin" % mode)(i, logs)
-        results = session.run(fetches, feed_dict=_feed(c, x, y, weights, training))
+        results = session.run(fetches, feed_dict=_feed(c, x, y, weights, training, *split))
         if mode == "predict":
             outputs.append(results)
             logs["outputs"] = results
@@ -620,9 +709,10 @@ def _callbacks(model, callbacks, params, fit=False):
 
 
 def _fit_loop(model, c, train_batches, epochs, initial_epoch, params, callbacks, validation,
-              validation_freq, validation_by_steps):
+              validation_freq, validation_by_steps, train_by_steps=False):
     """Keras's epoch loop: ``train_batches(epoch)`` gives an epoch's batches, ``validation()``
-    (or None) the validation batches (from a generator: ``validation_by_steps``)."""
+    (or None) the validation batches (from a generator: ``validation_by_steps``; the loss of a
+    dataset's epoch is a mean over steps: ``train_by_steps``)."""
     params = dict(params, epochs=epochs, do_validation=validation is not None,
                   metrics=c.names + (["val_" + n for n in c.names] if validation else []))
     callbacks = _callbacks(model, callbacks, params, fit=True)
@@ -630,7 +720,8 @@ def _fit_loop(model, c, train_batches, epochs, initial_epoch, params, callbacks,
     callbacks.on_train_begin()
     for epoch in range(initial_epoch, epochs):
         callbacks.on_epoch_begin(epoch)
-        logs = dict(zip(c.names, _run(model, c, train_batches(epoch), "train", callbacks)))
+        logs = dict(zip(c.names, _run(model, c, train_batches(epoch), "train", callbacks,
+                                      train_by_steps)))
         if validation is not None and not model.stop_training and \
                 (epoch + 1) % validation_freq == 0:
             callbacks.on_test_begin()
@@ -671,11 +762,33 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=N
     time]`` for ``sample_weight_mode="temporal"``) and ``class_weight`` (a dict class ->
     weight per output) weight the examples' losses. ``callbacks`` are called as
     zps/keras/callbacks.py says. Returns ``model.history``, a ``History``:
-    ``history.history["loss"]``, metrics, ``val_*``."""
-    _refuse("fit", steps_per_epoch=steps_per_epoch, validation_steps=validation_steps, **kwargs)
+    ``history.history["loss"]``, metrics, ``val_*``.
+
+    ``x`` may be a ``tf.data`` dataset of ``(x, y)`` or ``(x, y, sample_weight)`` batches
+    (``y``, ``batch_size`` and ``validation_split`` not given): ``steps_per_epoch`` of them an
+    epoch, all of them (started again each epoch) when None; ``validation_data`` may be one
+    too (``validation_steps``). A model compiled in a ``tf.distribute`` strategy's scope
+    trains on its replicas (zps/keras/training_distributed.py)."""
+    _refuse("fit", **kwargs)
     if shuffle not in (True, False):
         raise NotImplementedError("zps's Model.fit takes shuffle=True or False, not %r"
                                   % (shuffle,))
+    c = _compiled(model, "training")
+    if c.strategy is not None:
+        from zps.keras import training_distributed
+        return training_distributed.fit(
+            model, c, x, y, batch_size, epochs, verbose, callbacks, validation_split,
+            validation_data, shuffle, class_weight, sample_weight, initial_epoch,
+            steps_per_epoch, validation_steps, validation_freq)
+    if _is_dataset(x):
+        _no_batch_size(x, batch_size)
+        return _fit_dataset(model, c, x, y, epochs, verbose, callbacks, validation_split,
+                            validation_data, class_weight, sample_weight, initial_epoch,
+                            steps_per_epoch, validation_steps, validation_freq)
+    _refuse("fit", steps_per_epoch=steps_per_epoch)
+    if validation_steps is not None and not _is_dataset(validation_data):
+        raise ValueError("`validation_steps` is for a dataset given as `validation_data`; "
+                         "validation arrays are read in batches of `batch_size`")
     if y is None:
         raise ValueError("Model.fit needs targets `y` (numpy arrays); for a generator or a "
                          "tf.keras.utils.Sequence, call fit_generator")
@@ -688,7 +801,7 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=N
         x, y = [a[:split] for a in x], [a[:split] for a in y]
         w = [None if a is None else a[:split] for a in w]
         x_val, y_val, w_val = validation_data
-    elif validation_data is not None:
+    elif validation_data is not None and not _is_dataset(validation_data):
         x_val, y_val, w_val = _validation_arrays(model, validation_data)
 
     def validation():
@@ -699,38 +812,110 @@ def fit(model, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=N
         return _array_batches(x, y, w, batch_size, order)
     params = {"batch_size": batch_size, "samples": len(y[0]), "verbose": verbose,
               "steps": None}
+    by_steps = _is_dataset(validation_data)
+    if by_steps:
+        validation = _validation_dataset(model, c, validation_data, validation_steps)
     return _fit_loop(model, c, epoch_batches, epochs, initial_epoch, params, callbacks,
                      validation if validation_data is not None else None, validation_freq,
-                     validation_by_steps=False)
+                     validation_by_steps=by_steps)
+
+
+def _validation_dataset(model, c, dataset, steps):
+    """The batches of a validation dataset, read from its start each time (as TF 1.15)."""
+    steps = _dataset_steps(dataset, steps, "validation_steps")
+    return _DatasetBatches(model, c, dataset, "validation", steps, restart=True)
+
+
+def _fit_dataset(model, c, x, y, epochs, verbose, callbacks, validation_split,
+                 validation_data, class_weight, sample_weight, initial_epoch, steps_per_epoch,
+                 validation_steps, validation_freq):
+    """``fit`` on a ``tf.data`` dataset of ``(x, y)`` or ``(x, y, sample_weight)`` batches:
+    ``steps_per_epoch`` of them an epoch (all of them, the dataset started again each epoch,
+    when not given); the loss of an epoch is the mean over its steps (TF 1.15)."""
+    _check_dataset_arguments(x, y, sample_weight, validation_split)
+    steps = _dataset_steps(x, steps_per_epoch, "steps_per_epoch")
+    train = _DatasetBatches(model, c, x, "training", steps, restart=steps_per_epoch is None,
+                            class_weight=class_weight)
+    validation, by_steps = None, False
+    if _is_dataset(validation_data):
+        validation, by_steps = _validation_dataset(model, c, validation_data,
+                                                   validation_steps), True
+    elif validation_data is not None:
+        x_val, y_val, w_val = _validation_arrays(model, validation_data)
+
+        def validation():
+            return _array_batches(x_val, y_val, w_val, 32)
+    params = {"batch_size": None, "samples": None, "verbose": verbose, "steps": steps}
+    return _fit_loop(model, c, train, epochs, initial_epoch, params, callbacks, validation,
+                     validation_freq, validation_by_steps=by_steps, train_by_steps=True)
 
 
 def evaluate(model, x=None, y=None, batch_size=None, verbose=1, sample_weight=None, steps=None,
              callbacks=None, **kwargs):
     """The loss (and metrics, as a list ``[loss, *metrics]``: ``model.metrics_names``) on
-    ``x``, ``y`` (examples weighted by ``sample_weight``), in the inference phase, aggregated
-    over batches as ``fit`` does."""
-    _refuse("evaluate", steps=steps, **kwargs)
+    ``x``, ``y`` (examples weighted by ``sample_weight``; or a ``tf.data`` dataset of ``(x,
+    y)`` or ``(x, y, w)`` batches, ``steps`` of them, all when None), in the inference phase,
+    aggregated over batches as ``fit`` does (a dataset's loss: the mean over steps)."""
+    _refuse("evaluate", **kwargs)
+    c = _compiled(model, "evaluating")
+    if c.strategy is not None:
+        from zps.keras import training_distributed
+        return training_distributed.evaluate(model, c, x, y, batch_size, verbose, sample_weight,
+                                             steps, callbacks)
+    if _is_dataset(x):
+        _check_dataset_arguments(x, y, sample_weight)
+        _no_batch_size(x, batch_size)
+        steps = _dataset_steps(x, steps, "steps")
+        return _evaluate_batches(model, c, _DatasetBatches(model, c, x, "evaluating", steps,
+                                                           restart=True)(),
+                                 {"steps": steps, "samples": None, "verbose": verbose},
+                                 callbacks, by_steps=True)
+    _refuse("evaluate", steps=steps)
     c, x, y, w = _standardize(model, x, y, "evaluating", sample_weight)
     batch_size = batch_size or 32
-    callbacks = _callbacks(model, callbacks, {"batch_size": batch_size, "samples": len(x[0]),
-                                              "verbose": verbose, "steps": None,
-                                              "metrics": list(c.names)})
+    return _evaluate_batches(model, c, _array_batches(x, y, w, batch_size),
+                             {"batch_size": batch_size, "samples": len(x[0]),
+                              "verbose": verbose, "steps": None}, callbacks)
+
+
+def _evaluate_batches(model, c, batches, params, callbacks, by_steps=False):
+    """``evaluate``'s values over ``batches``, with the test callbacks."""
+    callbacks = _callbacks(model, callbacks, dict(params, metrics=list(c.names)))
     callbacks.on_test_begin()
-    values = _run(model, c, _array_batches(x, y, w, batch_size), "test", callbacks)
+    values = _run(model, c, batches, "test", callbacks, by_steps)
     callbacks.on_test_end()
     return _result(values)
 
 
 def predict(model, x, batch_size=None, verbose=0, steps=None, callbacks=None, **kwargs):
-    """The model's output for ``x`` (a list of arrays for several outputs), computed in batches
-    in the inference phase."""
-    _refuse("predict", steps=steps, **kwargs)
+    """The model's output for ``x`` (a list of arrays for several outputs; or a ``tf.data``
+    dataset of input batches, ``steps`` of them, all when None), computed in batches in the
+    inference phase."""
+    _refuse("predict", **kwargs)
+    c = _compiled(model, "predicting")
+    if c.strategy is not None:
+        from zps.keras import training_distributed
+        return training_distributed.predict(model, c, x, batch_size, verbose, steps, callbacks)
+    if _is_dataset(x):
+        _no_batch_size(x, batch_size)
+        steps = _dataset_steps(x, steps, "steps")
+        return _predict_batches(model, c, _DatasetBatches(model, c, x, "predicting", steps,
+                                                          restart=True, targets=False)(),
+                                {"steps": steps, "samples": None, "verbose": verbose},
+                                callbacks)
+    _refuse("predict", steps=steps)
     c, x, _, _ = _standardize(model, x, None, "predicting")
     batch_size = batch_size or 32
-    callbacks = _callbacks(model, callbacks, {"batch_size": batch_size, "samples": len(x[0]),
-                                              "verbose": verbose, "steps": None})
+    return _predict_batches(model, c, _array_batches(x, None, None, batch_size),
+                            {"batch_size": batch_size, "samples": len(x[0]),
+                             "verbose": verbose, "steps": None}, callbacks)
+
+
+def _predict_batches(model, c, batches, params, callbacks):
+    """``predict``'s outputs over ``batches``, with the predict callbacks."""
+    callbacks = _callbacks(model, callbacks, params)
     callbacks.on_predict_begin()
-    outputs = _run(model, c, _array_batches(x, None, None, batch_size), "predict", callbacks)
+    outputs = _run(model, c, batches, "predict", callbacks)
     callbacks.on_predict_end()
     return _result(outputs)
 
@@ -757,9 +942,14 @@ def predict_on_batch(model, x):
 
 
 def _step(c, x, y, weights, mode, reset_metrics=True):
+    split = ()
+    if c.replicas is not None:
+        from zps.keras import training_distributed
+        split = (training_distributed.on_batch_split(c, "%s_on_batch" % mode, x),)
     fetches = ([c.train_op] if mode == "train" else []) + (
         [o.tensor for o in c.outputs] if mode == "predict" else c.values)
-    results = _session(c).run(fetches, feed_dict=_feed(c, x, y, weights, mode == "train"))
+    results = _session(c).run(fetches, feed_dict=_feed(c, x, y, weights, mode == "train",
+                                                       *split))
     results = results[1:] if mode == "train" else results
     if mode != "predict" and reset_metrics:   # as TF 1.15's train_on_batch / test_on_batch
         for metric in c.stateful:
@@ -768,6 +958,14 @@ def _step(c, x, y, weights, mode, reset_metrics=True):
 
 
 # --- generators and tf.keras.utils.Sequence --------------------------------------------------
+
+def _generator_compiled(model, what, method):
+    c = _compiled(model, what)
+    if c.strategy is not None:   # as TF 1.15
+        raise NotImplementedError("`%s` is not supported for models compiled with "
+                                  "tf.distribute.Strategy." % method)
+    return c
+
 
 def _generator_batches(model, generator, steps, what, shuffle=False, targets=True,
                        class_weight=None):
@@ -792,10 +990,120 @@ def _generator_batches(model, generator, steps, what, shuffle=False, targets=Tru
             raise ValueError("Output of generator should be a tuple (x, y) or (x, y, "
                              "sample_weight)%s; got %d items" % ("" if targets else " or x",
                                                                  len(item)))
-        if not targets:
-            yield _standardize(model, item[0], None, what)[1:]
-            continue
-        yield _standardize(model, *item[:2], what, *item[2:], class_weight=class_weight)[1:]
+        yield _standardized_item(model, item, what, targets, class_weight)
+
+
+def _standardized_item(model, item, what, targets=True, class_weight=None):
+    """(inputs, targets, sample weights) of an item ``(x,)``, ``(x, y)`` or ``(x, y, w)`` of a
+    generator or dataset, checked against the model (``targets=False``: x only)."""
+    if not targets:
+        return _standardize(model, item[0], None, what)[1:]
+    return _standardize(model, *item[:2], what, *item[2:], class_weight=class_weight)[1:]
+
+
+# --- tf.data datasets --------------------------------------------------------------------------
+
+def _is_dataset(x):
+    from zps.data.dataset import Dataset
+    return isinstance(x, Dataset)
+
+
+def _check_dataset_arguments(x, y, sample_weight, validation_split=0.0):
+    """TF's errors for arguments a dataset ``x`` brings itself (validate_dataset_input)."""
+    if y is not None:
+        raise ValueError("You passed a dataset or dataset iterator (%s) as input `x` to your "
+                         "model. In that case, you should not specify a target (`y`) argument, "
+                         "since the dataset or dataset iterator generates both input data and "
+                         "target data. Received: %s" % (x, y))
+    if sample_weight is not None:
+        raise ValueError("`sample_weight` argument is not supported when input `x` is a dataset "
+                         "or a dataset iterator. Instead, you can provide sample_weight as the "
+                         "third element of your dataset, i.e. (inputs, targets, sample_weight). "
+                         "Received: x=%s, sample_weight=%s" % (x, sample_weight))
+    if validation_split:
+        raise ValueError("`validation_split` argument is not supported when input `x` is a "
+                         "dataset or a dataset iterator. Received: x=%s, validation_split=%f"
+                         % (x, validation_split))
+
+
+def _no_batch_size(x, batch_size):
+    """TF's error for a ``batch_size`` given with a dataset, which batches itself."""
+    if batch_size is not None:
+        raise ValueError("The `batch_size` argument must not be specified for the given input "
+                         "type. Received input: %s, batch_size: %s" % (x, batch_size))
+
+
+def _dataset_steps(dataset, steps, steps_name):
+    """The steps of an epoch on ``dataset``: ``steps`` if given, else its cardinality (None if
+    unknown: until it runs out), with TF's error for an infinite dataset
+    (infer_steps_for_dataset, which TF 1.15's Keras calls when no steps are given)."""
+    from zps.data import experimental
+    if steps is not None:
+        return steps
+    size = experimental._cardinality(dataset)
+    if size == experimental.INFINITE_CARDINALITY:
+        raise ValueError("When passing an infinitely repeating dataset, you must specify the "
+                         "`%s` argument." % (steps_name,))
+    return size if size >= 0 else None
+
+
+class _DatasetBatches:
+    """The batches of a ``tf.data`` dataset as TF 1.15's Keras reads them, through one
+    iterator in the model's graph: ``steps`` a call (all of them when None), the iterator
+    started again for each call when the steps were not given (else it goes on where the last
+    call stopped; running out then stops training, as TF does)."""
+
+    def __init__(self, model, c, dataset, what, steps, restart, targets=True, class_weight=None):
+        self.model, self.c, self.what, self.steps = model, c, what, steps
+        self.restart, self.targets, self.class_weight = restart, targets, class_weight
+        with c.graph.as_default():
+            iterator = dataset.make_initializable_iterator()
+            self.initializer, self.next = iterator.initializer, iterator.get_next()
+        self.started = False
+
+    def __call__(self, epoch=None):
+        from zps.framework.errors import OutOfRangeError
+        session = _session(self.c)
+        if self.restart or not self.started:
+            session.run(self.initializer)
+            self.started = True
+        step = 0
+        while self.steps is None or step < self.steps:
+            try:
+                element = session.run(self.next)
+            except OutOfRangeError:
+                if not self.restart:
+                    _ran_out(self.model)
+                return
+            yield _standardized_item(self.model, _dataset_item(element, self.targets),
+                                     self.what, self.targets, self.class_weight)
+            step += 1
+
+
+def _ran_out(model):
+    """TF's end of a dataset that gives fewer batches than the steps asked: training stops,
+    with TF's warning."""
+    model.stop_training = True
+    logging.getLogger("zps").warning(
+        "Your dataset ran out of data; interrupting training. Make sure that your dataset can "
+        "generate at least `steps_per_epoch * epochs` batches. You may need to use the repeat() "
+        "function when building your dataset.")
+
+
+def _dataset_item(element, targets):
+    """A dataset element as ``(x,)``, ``(x, y)`` or ``(x, y, sample_weight)``: a tuple of 2 or
+    3 is (inputs, targets[, weights]), anything else the inputs (unpack_iterator_input)."""
+    if isinstance(element, tuple | list):
+        if len(element) not in (2, 3):
+            raise ValueError("Please provide model inputs as a list or tuple of 2 or 3 elements: "
+                             "(input, target) or (input, target, sample_weights) Received %s"
+                             % (element,))
+        return tuple(element) if targets else (element[0],)
+    if targets:
+        raise ValueError("The dataset's elements are the inputs only; training and evaluating "
+                         "need (inputs, targets) or (inputs, targets, sample_weights) tuples: "
+                         "e.g. tf.data.Dataset.zip((x_dataset, y_dataset)).batch(32)")
+    return (element,)
 
 
 def fit_generator(model, generator, steps_per_epoch=None, epochs=1, verbose=1, callbacks=None,
@@ -810,7 +1118,7 @@ def fit_generator(model, generator, steps_per_epoch=None, epochs=1, verbose=1, c
     this thread (``workers`` and the queue are not used). The values are aggregated as
     ``fit``'s; those of a validation generator as ``evaluate_generator``'s."""
     from zps.keras.utils import Sequence
-    c = _compiled(model, "training")
+    c = _generator_compiled(model, "training", "fit_generator")
     if steps_per_epoch is None and not isinstance(generator, Sequence):
         raise ValueError("`steps_per_epoch=None` is only valid for a generator based on the "
                          "`tf.keras.utils.Sequence` class. Please specify `steps_per_epoch` or "
@@ -845,28 +1153,20 @@ def evaluate_generator(model, generator, steps=None, callbacks=None, max_queue_s
     """``evaluate`` over the ``(x, y)`` or ``(x, y, sample_weight)`` batches of a generator
     (``steps`` of them) or of a Sequence; the loss is the mean over steps, metrics weighted by
     batch size (as TF 1.15)."""
-    c = _compiled(model, "evaluating")
-    callbacks = _callbacks(model, callbacks, {"steps": steps, "samples": None,
-                                              "verbose": verbose, "metrics": list(c.names)})
-    callbacks.on_test_begin()
-    values = _run(model, c, _generator_batches(model, generator, steps, "evaluating"), "test",
-                  callbacks, by_steps=True)
-    callbacks.on_test_end()
-    return _result(values)
+    c = _generator_compiled(model, "evaluating", "evaluate_generator")
+    return _evaluate_batches(model, c, _generator_batches(model, generator, steps, "evaluating"),
+                             {"steps": steps, "samples": None, "verbose": verbose}, callbacks,
+                             by_steps=True)
 
 
 def predict_generator(model, generator, steps=None, callbacks=None, max_queue_size=10,
                       workers=1, use_multiprocessing=False, verbose=0):
     """``predict`` over the batches (``x``, ``(x, y)`` or ``(x, y, w)``) of a generator or of a
     Sequence."""
-    c = _compiled(model, "predicting")
-    callbacks = _callbacks(model, callbacks, {"steps": steps, "samples": None,
-                                              "verbose": verbose})
-    callbacks.on_predict_begin()
-    outputs = _run(model, c, _generator_batches(model, generator, steps, "predicting",
-                                                targets=False), "predict", callbacks)
-    callbacks.on_predict_end()
-    return _result(outputs)
+    c = _generator_compiled(model, "predicting", "predict_generator")
+    return _predict_batches(model, c, _generator_batches(model, generator, steps, "predicting",
+                                                         targets=False),
+                            {"steps": steps, "samples": None, "verbose": verbose}, callbacks)
 
 
 __all__ = ["compile", "evaluate", "evaluate_generator", "fit", "fit_generator", "input_names",

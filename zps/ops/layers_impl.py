@@ -45,6 +45,7 @@ from zps.ops import (
     state_ops,
     variable_scope,
 )
+from zps.ops.variables import VariableAggregation, VariableSynchronization
 
 _ZEROS = init_ops.zeros_initializer()   # TF1's default bias initializer
 _ONES = init_ops.ones_initializer()
@@ -1300,10 +1301,15 @@ class BatchNormalization(Layer):
         if self.center:
             self.beta = self.add_weight("beta", param_shape, param_dtype, self.beta_initializer,
                                         self.beta_regularizer, constraint=self.beta_constraint)
+        # TF 1.15: ON_READ with MEAN aggregation, so that under a tf.distribute strategy each
+        # replica moves its own copy towards its batch's moments, and a cross-replica read (a
+        # checkpoint) is the copies' mean.
+        moving = dict(trainable=False, synchronization=VariableSynchronization.ON_READ,
+                      aggregation=VariableAggregation.MEAN)
         self.moving_mean = self.add_weight("moving_mean", param_shape, param_dtype,
-                                           self.moving_mean_initializer, trainable=False)
+                                           self.moving_mean_initializer, **moving)
         self.moving_variance = self.add_weight("moving_variance", param_shape, param_dtype,
-                                               self.moving_variance_initializer, trainable=False)
+                                               self.moving_variance_initializer, **moving)
         self.built = True
 
     def call(self, inputs, training=False):
@@ -1401,7 +1407,9 @@ def _assign_moving_average(variable, value, decay, scope=None):
         if decay.dtype != variable.dtype.base_dtype:   # float32, as TF1 makes it, then cast
             decay = math_ops.cast(decay, variable.dtype.base_dtype)
         delta = (variable - math_ops.cast(value, variable.dtype.base_dtype)) * decay
-        return state_ops.assign_sub(variable, delta, name=scope).op
+        update = state_ops.assign_sub(variable, delta, name=scope)
+        # (a tf.distribute variable updated in cross-replica context: an op for every copy)
+        return getattr(update, "op", update)
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,

@@ -52,6 +52,9 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=Graph
     """``losses * weights``, reduced by ``reduction`` and added to ``loss_collection``."""
     Reduction.validate(reduction)
     with _scope(scope, "weighted_loss"):
+        # As TF: the graph remembers the last reduction, for tf.distribute.get_loss_reduction()
+        # (an Estimator's optimizer under a strategy scales only non-SUM losses by replicas).
+        get_default_graph()._last_loss_reduction = reduction
         losses = convert_to_tensor(losses)
         input_dtype = losses.dtype
         losses = math_ops.cast(losses, dtypes.float32)

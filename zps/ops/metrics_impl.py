@@ -6,6 +6,11 @@ Each metric keeps running totals in local variables (collections ``LOCAL_VARIABL
 to the metric so far; ``value`` reads it without updating. ``weights`` (broadcastable to the
 values) weight each value; a metric with no weight yet is 0.
 
+Under a ``tf.distribute`` strategy (a metric made in a replica function), as in TF 1.15, the
+variables are ON_READ: each replica's ``update_op`` counts into its own copy, and ``value`` is
+one tensor computed once, in a merge_call, from the copies' sums (the metric over every
+replica's data).
+
 >>> import zps as tf
 >>> with tf.Graph().as_default():
 ...     acc, update = tf.metrics.accuracy([1, 0, 1, 1], [1, 1, 1, 0])
@@ -24,16 +29,21 @@ and ``[batch, num_classes]`` predictions. Local variables carry TF1's names
 
 import numpy as np
 
+from zps.distribute import distribute_lib
 from zps.framework import dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
 from zps.ops import array_ops, logging_ops, math_ops, nn_ops, sparse_ops, state_ops, variables
 
 
 def _metric_variable(name, shape=(), dtype=dtypes.float32):
-    # TF1's metric_variable: a plain Variable, named in the metric's (unique) name scope.
+    # TF 1.15's metric_variable: named in the metric's (unique) name scope, ON_READ with SUM
+    # aggregation, so under a tf.distribute strategy each replica counts into its own copy and
+    # a cross-replica read sums them.
     return variables.Variable(lambda: array_ops.zeros(list(shape), dtype), trainable=False,
                               collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES],
-                              name=name)
+                              name=name,
+                              synchronization=variables.VariableSynchronization.ON_READ,
+                              aggregation=variables.VariableAggregation.SUM)
 
 
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
@@ -51,9 +61,9 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
             num = math_ops.reduce_sum(weights)
         update_total = state_ops.assign_add(total, math_ops.reduce_sum(values))
         update_count = state_ops.assign_add(count, num)
-        value = math_ops.div_no_nan(total, count, name="value")
+        value = _aggregate(metrics_collections,
+                           lambda t, c: math_ops.div_no_nan(t, c, name="value"), total, count)
         update_op = math_ops.div_no_nan(update_total, update_count, name="update_op")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -97,10 +107,10 @@ def mean_tensor(values, weights=None, metrics_collections=None, updates_collecti
             num_values = num_values * weights
         update_total = state_ops.assign_add(total, values)
         update_count = state_ops.assign_add(count, num_values)
-        value = math_ops.div_no_nan(total, math_ops.maximum(count, 0.0), name="value")
+        value = _aggregate(metrics_collections, lambda t, c: math_ops.div_no_nan(
+            t, math_ops.maximum(c, 0.0), name="value"), total, count)
         update_op = math_ops.div_no_nan(update_total, math_ops.maximum(update_count, 0.0),
                                         name="update_op")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -117,6 +127,15 @@ def percentage_below(values, threshold, weights=None, metrics_collections=None,
 def _collect(collections, value):
     if collections:
         get_default_graph().add_to_collections(collections, value)
+
+
+def _aggregate(metrics_collections, value_fn, *args):
+    """A metric's value, ``value_fn(*args)``, computed once and added to
+    ``metrics_collections`` (TF 1.15's _aggregate_across_replicas): under a tf.distribute
+    strategy it runs in a merge_call, where the metric's ON_READ variables read as their sums
+    across replicas, and every replica gets that one tensor. Update ops stay per replica."""
+    return distribute_lib.aggregate_across_replicas(
+        metrics_collections, lambda _, *a: value_fn(*a), *args)
 
 
 def _pair(labels, predictions, what):
@@ -163,8 +182,8 @@ def root_mean_squared_error(labels, predictions, weights=None, metrics_collectio
     """The square root of the mean squared error: ``(value, update_op)``."""
     value, update = mean_squared_error(labels, predictions, weights, None, None,
                                        name=name or "root_mean_squared_error")
-    value, update = math_ops.sqrt(value), math_ops.sqrt(update)
-    _collect(metrics_collections, value)
+    value = _aggregate(metrics_collections, math_ops.sqrt, value)
+    update = math_ops.sqrt(update)
     _collect(updates_collections, update)
     return value, update
 
@@ -195,9 +214,9 @@ def _squeezed(predictions, labels, weights=None):
 
 
 def _read(variable, collections):
-    value = array_ops.identity(variable)
-    _collect(collections, value)
-    return value
+    # TF 1.15's _aggregate_variable: a read of the variable (its sum across replicas).
+    return distribute_lib.aggregate_across_replicas(
+        collections, lambda strategy, v: strategy.extended.read_var(v), variable)
 
 
 # -- counts of one condition -----------------------------------------------------------------------
@@ -271,9 +290,8 @@ def _ratio(default_name, hits, misses, labels, predictions, weights, metrics_col
             return array_ops.where(math_ops.greater(h + m, 0), math_ops.divide(h, h + m), 0.0,
                                    name=op_name)
 
-        value = compute(hit, miss, "value")
+        value = _aggregate(metrics_collections, lambda h, m: compute(h, m, "value"), hit, miss)
         update_op = compute(hit_update, miss_update, "update_op")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -365,9 +383,9 @@ def _ratio_at_thresholds(what, miss, labels, predictions, thresholds, weights,
         def compute(tp, missed, op_name):
             return math_ops.divide(tp, epsilon + tp + missed, name="%s_%s" % (what, op_name))
 
-        value = compute(values["tp"], values[miss], "value")
+        value = _aggregate(metrics_collections, lambda c: compute(c["tp"], c[miss], "value"),
+                           values)
         update_op = compute(update_ops["tp"], update_ops[miss], "update_op")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -424,9 +442,8 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
                 summation_method, lambda: (y0 + y1) / 2.0)()
             return math_ops.reduce_sum((x[:num_thresholds - 1] - x[1:]) * height, name=op_name)
 
-        value = compute(values, "value")
+        value = _aggregate(metrics_collections, lambda c: compute(c, "value"), values)
         update_op = compute(update_ops, "update_op")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -466,9 +483,9 @@ def _at_target(default_name, target, what, last_threshold, labels, predictions, 
     with get_default_graph().name_scope(name or default_name):
         values, update_ops = _confusion_matrix_at_thresholds(labels, predictions, thresholds,
                                                              weights)
-        value = pick(values, target, _KEPSILON, "value")
+        value = _aggregate(metrics_collections,
+                           lambda c: pick(c, target, _KEPSILON, "value"), values)
         update_op = pick(update_ops, target, _KEPSILON, "update_op")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -546,11 +563,11 @@ def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
             ones *= weights
         update_total = state_ops.scatter_add(total, labels, ones)
         update_count = state_ops.scatter_add(count, labels, is_correct)
-        value = math_ops.reduce_mean(math_ops.div_no_nan(count, math_ops.maximum(total, 0.0)),
-                                     name="mean_accuracy")
+        value = _aggregate(metrics_collections, lambda c, t: math_ops.reduce_mean(
+            math_ops.div_no_nan(c, math_ops.maximum(t, 0.0)), name="mean_accuracy"),
+            count, total)
         update_op = math_ops.div_no_nan(update_count, math_ops.maximum(update_total, 0.0),
                                         name="update_op")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -572,20 +589,23 @@ def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections
             array_ops.unsorted_segment_sum(counts, cells, num_classes * num_classes),
             [num_classes, num_classes])
         update_op = state_ops.assign_add(total_cm, current)
-        sum_over_row = math_ops.cast(math_ops.reduce_sum(total_cm, 0), dtypes.float32)
-        sum_over_col = math_ops.cast(math_ops.reduce_sum(total_cm, 1), dtypes.float32)
-        cm_diag = math_ops.cast(array_ops.diag_part(total_cm), dtypes.float32)
-        denominator = sum_over_row + sum_over_col - cm_diag
-        num_valid = math_ops.reduce_sum(math_ops.cast(math_ops.not_equal(denominator, 0.0),
-                                                      dtypes.float32))
-        denominator = array_ops.where(math_ops.greater(denominator, 0.0), denominator,
-                                      array_ops.ones_like(denominator))
-        iou = math_ops.divide(cm_diag, denominator)
-        value = array_ops.where(math_ops.greater(num_valid, 0.0),
-                                math_ops.reduce_sum(iou, name="mean_iou") / num_valid, 0.0)
-        _collect(metrics_collections, value)
+        value = _aggregate(metrics_collections, _mean_iou, total_cm)
         _collect(updates_collections, update_op)
         return value, update_op
+
+
+def _mean_iou(total_cm):
+    sum_over_row = math_ops.cast(math_ops.reduce_sum(total_cm, 0), dtypes.float32)
+    sum_over_col = math_ops.cast(math_ops.reduce_sum(total_cm, 1), dtypes.float32)
+    cm_diag = math_ops.cast(array_ops.diag_part(total_cm), dtypes.float32)
+    denominator = sum_over_row + sum_over_col - cm_diag
+    num_valid = math_ops.reduce_sum(math_ops.cast(math_ops.not_equal(denominator, 0.0),
+                                                  dtypes.float32))
+    denominator = array_ops.where(math_ops.greater(denominator, 0.0), denominator,
+                                  array_ops.ones_like(denominator))
+    iou = math_ops.divide(cm_diag, denominator)
+    return array_ops.where(math_ops.greater(num_valid, 0.0),
+                           math_ops.reduce_sum(iou, name="mean_iou") / num_valid, 0.0)
 
 
 # -- at k ----------------------------------------------------------------------------------------
@@ -682,9 +702,9 @@ def _at_k(what, miss_index, labels, top_of, k, class_id, weights, metrics_collec
                                                                         class_id))
         miss, miss_update = _streaming_count(counts[miss_index], weights,
                                              _at_k_name(miss_name, k, class_id))
-        value = math_ops.divide(tp, tp + miss, name=scope)
+        value = _aggregate(metrics_collections,
+                           lambda t, m: math_ops.divide(t, t + m, name=scope), tp, miss)
         update_op = math_ops.divide(tp_update, tp_update + miss_update, name="update")
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -811,9 +831,9 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
         total_var = _metric_variable("total", dtype=dtypes.float64)
         max_update = state_ops.assign_add(max_var, batch_max)
         total_update = state_ops.assign_add(total_var, math_ops.reduce_sum(average_precision))
-        value = math_ops.div_no_nan(total_var, max_var, name="mean")
+        value = _aggregate(metrics_collections,
+                           lambda t, m: math_ops.div_no_nan(t, m, name="mean"), total_var, max_var)
         update_op = math_ops.div_no_nan(total_update, max_update, name=scope)
-        _collect(metrics_collections, value)
         _collect(updates_collections, update_op)
         return value, update_op
 
@@ -841,6 +861,7 @@ def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collect
     radial = math_ops.reduce_sum(math_ops.multiply(predictions, labels), axis=[dim],
                                  keepdims=True)
     value, update_op = mean(radial, weights, None, None, name or "mean_cosine_distance")
+    # (as TF 1.15, ``1 - mean`` is taken in each replica: a PerReplica value in a replica fn)
     value, update_op = math_ops.subtract(1.0, value), math_ops.subtract(1.0, update_op)
     _collect(metrics_collections, value)
     _collect(updates_collections, update_op)

@@ -31,6 +31,13 @@ def _ref_tensor(ref):
     return t
 
 
+def _distributed(ref):
+    # A tf.distribute variable (zps.distribute.values: Mirrored, SyncOnRead, Aggregating). As TF
+    # does for resource variables, tf.assign & co. call its own methods, which update every copy
+    # (in a replica context: aggregated across replicas, or refused without an aggregation).
+    return getattr(ref, "_distribute_strategy", None) is not None
+
+
 def is_resource(ref_tensor):
     """Whether ``ref_tensor`` is a resource variable's (``use_resource=True``)."""
     return bool(ref_tensor.op._attrs.get("use_resource"))
@@ -107,7 +114,10 @@ register_op("Assign", shape=lambda op: op.inputs[1].get_shape(), kernel=_assign_
 
 
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
-    """Store ``value`` in the variable ``ref``; returns the new value."""
+    """Store ``value`` in the variable ``ref``; returns the new value (a tf.distribute
+    variable: its ``assign``, as TF)."""
+    if _distributed(ref):
+        return ref.assign(value, name=name)
     r = _ref_tensor(ref)
     v = convert_to_tensor(value, dtype=r.dtype)
     validate = True if validate_shape is None else bool(validate_shape)
@@ -196,14 +206,20 @@ def apply_streamed(ctx, ref, incoming, lock, apply, undo, what):
 
 
 def assign_add(ref, value, use_locking=None, name=None):
-    """``ref += value`` in place; returns the new value."""
+    """``ref += value`` in place; returns the new value (a tf.distribute variable: its
+    ``assign_add``, as TF)."""
+    if _distributed(ref):
+        return ref.assign_add(value)
     r = _ref_tensor(ref)
     return make_op("AssignAdd", [r, convert_to_tensor(value, dtype=r.dtype)],
                    name=name or "AssignAdd", use_locking=bool(use_locking))
 
 
 def assign_sub(ref, value, use_locking=None, name=None):
-    """``ref -= value`` in place; returns the new value."""
+    """``ref -= value`` in place; returns the new value (a tf.distribute variable: its
+    ``assign_sub``, as TF)."""
+    if _distributed(ref):
+        return ref.assign_sub(value)
     r = _ref_tensor(ref)
     return make_op("AssignSub", [r, convert_to_tensor(value, dtype=r.dtype)],
                    name=name or "AssignSub", use_locking=bool(use_locking))
@@ -245,7 +261,9 @@ for _type, _fn in (("ScatterUpdate", _scatter_update),
 
 
 def _scatter(op_type, ref, indices, updates, use_locking, name):
-    r = _ref_tensor(ref)
+    # A tf.distribute variable's copy is its handle's, as TF: the replica's own copy in a replica
+    # function, none in cross-replica context (an error) but in extended.update.
+    r = _ref_tensor(getattr(ref, "handle", ref) if _distributed(ref) else ref)
     i = convert_to_tensor(indices)
     if not i.dtype.is_integer:
         raise TypeError("%s indices must be integers, got %s" % (op_type, i.dtype.name))

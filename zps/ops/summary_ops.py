@@ -21,8 +21,10 @@ import zlib
 
 import numpy as np
 
+from zps.distribute import distribute_lib
 from zps.framework import dtypes as _dtypes
 from zps.framework import errors
+from zps.framework.constant import constant
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
 from zps.framework.protobuf import (
     DecodeError,
@@ -101,9 +103,20 @@ def _clean_tag(name):
     return _INVALID_TAG_CHARACTERS.sub("_", name).lstrip("/")
 
 
+def skip_summary():
+    """Whether summaries are skipped here: in a tf.distribute replica function, every replica
+    but the first makes none (TF 1.15's distribute summary_op_util.skip_summary)."""
+    ctx = distribute_lib.get_replica_context()
+    return ctx is not None and ctx.replica_id_in_sync_group > 0
+
+
 def _summary_op(op_type, name, tensor, collections, family, **attrs):
     """Build a summary op under a name scope for ``name`` (TF1's summary_scope) whose tag is that
-    scope, and add it to ``collections`` (default: GraphKeys.SUMMARIES)."""
+    scope, and add it to ``collections`` (default: GraphKeys.SUMMARIES). In a replica function
+    of a tf.distribute strategy, replicas after the first get an empty string constant instead
+    (as TF 1.15)."""
+    if skip_summary():
+        return constant("")
     name, family = _clean_tag(name), _clean_tag(family)
     if not name:
         raise ValueError("%s needs a non-empty name (the summary's tag)" % op_type)

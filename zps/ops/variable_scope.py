@@ -17,6 +17,7 @@ built inside a ``variable_scope`` also get a name scope (``scope/``, ``scope_1/`
 ('layer/w:0', True, 'layer/Identity:0', 'layer_1/Identity:0')
 """
 
+import contextlib
 import enum
 import functools
 import inspect
@@ -28,7 +29,12 @@ from zps.framework import dtypes as _dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph, is_symbolic
 from zps.framework.tensor_shape import as_shape
 from zps.ops import array_ops, init_ops, partitioned_variables
-from zps.ops.variables import SaveSliceInfo, Variable
+from zps.ops.variables import (
+    SaveSliceInfo,
+    Variable,
+    VariableSynchronization,
+    _creator_stack,
+)
 
 
 class _ReuseMode(enum.Enum):
@@ -72,7 +78,7 @@ class _VariableStore:
                      custom_getter=None, constraint=None, synchronization=None, aggregation=None):
         """Get the variable ``name`` or create it, through ``custom_getter`` when one is given."""
         dtype = _dtypes.as_dtype(dtype)
-        trainable = True if trainable is None else trainable
+        trainable = _get_trainable_value(synchronization, trainable)
 
         def true_getter(name, shape=None, dtype=_dtypes.float32, initializer=None, regularizer=None,
                         reuse=None, trainable=None, collections=None, caching_device=None,
@@ -90,7 +96,8 @@ class _VariableStore:
                 name, shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
                 reuse=reuse, trainable=trainable, collections=collections,
                 caching_device=caching_device, validate_shape=validate_shape,
-                use_resource=use_resource, constraint=constraint)
+                use_resource=use_resource, constraint=constraint,
+                synchronization=synchronization, aggregation=aggregation)
 
         kwargs = dict(name=name, shape=shape, dtype=dtype, initializer=initializer,
                       regularizer=regularizer, reuse=reuse, trainable=trainable,
@@ -191,7 +198,8 @@ class _VariableStore:
     def _get_single_variable(self, name, shape=None, dtype=_dtypes.float32, initializer=None,
                              regularizer=None, reuse=None, trainable=True, collections=None,
                              caching_device=None, validate_shape=True, use_resource=None,
-                             constraint=None, partition_info=None):
+                             constraint=None, partition_info=None, synchronization=None,
+                             aggregation=None):
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape (variable %s)."
@@ -225,7 +233,8 @@ class _VariableStore:
                 v = Variable(initial_value=init_val, name=name, trainable=trainable,
                              collections=collections, caching_device=caching_device,
                              dtype=variable_dtype, validate_shape=validate_shape,
-                             constraint=constraint, use_resource=use_resource)
+                             constraint=constraint, use_resource=use_resource,
+                             synchronization=synchronization, aggregation=aggregation)
             self._vars[name] = v
         if regularizer:
             add_regularization_loss(v, regularizer, name)
@@ -670,6 +679,44 @@ def default_use_resource():
     return _DEFAULT_USE_RESOURCE if scope is None else bool(scope)
 
 
+def _get_trainable_value(synchronization, trainable):
+    # TF 1.15's get_variable: an ON_READ variable is not trainable (and may not be asked to be).
+    if synchronization == VariableSynchronization.ON_READ:
+        if trainable:
+            raise ValueError("Synchronization value can be set to "
+                             "VariableSynchronization.ON_READ only for non-trainable variables. "
+                             "You have specified trainable=True and "
+                             "synchronization=VariableSynchronization.ON_READ.")
+        return False
+    return True if trainable is None else trainable
+
+
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """Route the ``tf.Variable``/``tf.get_variable`` calls of this thread, in the default graph,
+    through ``variable_creator(next_creator, **kwargs)`` (TF 1.13+'s ``variable_creator_scope``).
+
+    The creator gets the constructor's keyword arguments and returns a variable, usually by
+    calling ``next_creator(**kwargs)`` (the enclosing scope's creator, or the constructor).
+
+    >>> import zps as tf
+    >>> def creator(next_creator, **kwargs):
+    ...     kwargs["trainable"] = False
+    ...     return next_creator(**kwargs)
+    >>> with tf.Graph().as_default():
+    ...     with tf.variable_creator_scope(creator):
+    ...         v = tf.get_variable("v", [2])
+    ...     print(v.trainable, tf.trainable_variables())
+    False []
+    """
+    stack = _creator_stack()
+    stack.append(variable_creator)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
 # -- get_variable ----------------------------------------------------------------------------------
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
                  collections=None, caching_device=None, partitioner=None, validate_shape=True,
@@ -724,4 +771,5 @@ __all__ = [
     "get_variable",
     "get_local_variable",
     "no_regularizer",
+    "variable_creator_scope",
 ]

@@ -26,6 +26,9 @@ ResourceVariable [array([1., 2.], dtype=float32), array([6., 7.], dtype=float32)
 v:0 [11. 12.]
 """
 
+import enum
+import inspect
+
 import numpy as np
 
 from zps.framework import dtypes as _dtypes
@@ -43,11 +46,91 @@ from zps.ops import array_ops, state_ops
 from zps.ops.op_util import make_op
 
 
-class Variable:
+class VariableSynchronization(enum.Enum):
+    """When a distributed variable's copies are synchronized (``tf.VariableSynchronization``):
+    AUTO (the strategy chooses: ON_WRITE), NONE, ON_WRITE (every update updates every copy),
+    ON_READ (each replica updates its own copy; reading across replicas aggregates them)."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregation(enum.Enum):
+    """How the replicas' updates of a distributed variable, or its ON_READ copies, are combined
+    (``tf.VariableAggregation``): NONE, SUM, MEAN, ONLY_FIRST_REPLICA (alias ONLY_FIRST_TOWER)."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3  # noqa: PIE796 - TF1's deprecated alias of ONLY_FIRST_REPLICA
+
+
+def validate_synchronization_aggregation_trainable(synchronization, aggregation, trainable, name):
+    """``(synchronization, aggregation, trainable)`` with TF's defaults (AUTO, NONE, and
+    trainable unless ON_READ); a value that is not one of the enums' is TF's ValueError."""
+    if aggregation is None:
+        aggregation = VariableAggregation.NONE
+    elif not isinstance(aggregation, VariableAggregation):
+        try:
+            aggregation = VariableAggregation(aggregation)
+        except ValueError:
+            raise ValueError(f"Invalid variable aggregation mode: {aggregation} for variable: "
+                             f"{name}") from None
+    if synchronization is None:
+        synchronization = VariableSynchronization.AUTO
+    else:
+        try:
+            synchronization = VariableSynchronization(synchronization)
+        except ValueError:
+            raise ValueError(f"Invalid variable synchronization mode: {synchronization} for "
+                             f"variable: {name}") from None
+    if trainable is None:
+        trainable = synchronization != VariableSynchronization.ON_READ
+    return synchronization, aggregation, trainable
+
+
+# -- variable creators (tf.variable_creator_scope) -------------------------------------------------
+def _creator_stack(graph=None):
+    """The variable creators in force in this thread for ``graph``, outermost first."""
+    return (graph or get_default_graph())._tl("variable_creator_stack")
+
+
+class _VariableMeta(type):
+    # TF1's VariableMetaclass: ``tf.Variable(...)`` goes through the creators of the thread's
+    # variable_creator_scope blocks, innermost first; each may call the next (the last one is
+    # the plain constructor). Subclasses (ResourceVariable(...)) are constructed directly.
+    def __call__(cls, *args, **kwargs):
+        if cls is not Variable or not (args or kwargs):
+            return super().__call__(*args, **kwargs)
+        bound = _INIT_SIGNATURE.bind(None, *args, **kwargs)
+        bound.apply_defaults()   # creators get every argument, as TF's
+        kwargs = bound.arguments
+        kwargs.pop("self")
+        getter = _default_creator
+        for creator in _creator_stack():
+            getter = _make_getter(creator, getter)
+        return getter(**kwargs)
+
+
+def _default_creator(**kwargs):
+    return type.__call__(Variable, **kwargs)
+
+
+def _make_getter(creator, previous):
+    return lambda **kwargs: creator(previous, **kwargs)
+
+
+class Variable(metaclass=_VariableMeta):
     """A variable: a VariableV2 op holding state, its initializer, and a ``read`` snapshot.
 
     ``tf.Variable(..., use_resource=True)`` makes a ResourceVariable, as does ``use_resource=None``
     inside ``variable_scope(use_resource=True)`` or after ``tf.enable_resource_variables()``.
+    ``synchronization``/``aggregation`` (VariableSynchronization / VariableAggregation) tell a
+    ``tf.distribute`` strategy how to keep its copies; ``tf.variable_creator_scope`` creators
+    see every argument.
     """
 
     _resource = False   # a ResourceVariable's reads are snapshots
@@ -59,14 +142,16 @@ class Variable:
             cls = ResourceVariable
         return super().__new__(cls)
 
-    def __init__(self, initial_value=None, trainable=True, collections=None, validate_shape=True,
+    def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
                  caching_device=None, name=None, variable_def=None, dtype=None,
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         graph = get_default_graph()
-        trainable = True if trainable is None else trainable
+        self._synchronization, self._aggregation, trainable = \
+            validate_synchronization_aggregation_trainable(synchronization, aggregation,
+                                                           trainable, name)
         collections = [GraphKeys.GLOBAL_VARIABLES] if collections is None else list(collections)
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
@@ -125,6 +210,10 @@ class Variable:
     initial_value = property(lambda self: self._initial_value)
     trainable = property(lambda self: self._trainable)
     constraint = property(lambda self: self._constraint)
+    # (A Variable filled in by the Saver's import has neither: TF's defaults.)
+    synchronization = property(lambda self: getattr(self, "_synchronization",
+                                                    VariableSynchronization.AUTO))
+    aggregation = property(lambda self: getattr(self, "_aggregation", VariableAggregation.NONE))
 
     def get_shape(self):
         return self._variable.get_shape()
@@ -206,6 +295,9 @@ class Variable:
 
     def _get_save_slice_info(self):
         return self._save_slice_info
+
+
+_INIT_SIGNATURE = inspect.signature(Variable.__init__)
 
 
 class ResourceVariable(Variable):
@@ -431,6 +523,8 @@ def report_uninitialized_variables(var_list=None, name="report_uninitialized_var
 
 __all__ = [
     "Variable",
+    "VariableSynchronization",
+    "VariableAggregation",
     "global_variables",
     "all_variables",
     "local_variables",

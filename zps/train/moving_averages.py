@@ -21,6 +21,8 @@ evaluate with the averages, restore them into the variables with
 w/ExponentialMovingAverage 2.0
 """
 
+from zps.distribute import distribute_lib
+from zps.distribute.reduce_util import ReduceOp
 from zps.framework import dtypes as _dtypes
 from zps.framework.graph import GraphKeys, convert_to_tensor, get_default_graph
 from zps.ops import control_flow_ops, init_ops, math_ops, state_ops, variable_scope, variables
@@ -56,12 +58,46 @@ def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
         one_minus_decay = convert_to_tensor(1.0 - decay, name="decay")
         if one_minus_decay.dtype != variable.dtype.base_dtype:
             one_minus_decay = math_ops.cast(one_minus_decay, variable.dtype.base_dtype)
-        if not zero_debias:
-            return _assign_moving_average(variable, value, one_minus_decay, scope).outputs[0]
-        return _zero_debias(variable, value, one_minus_decay, scope)
+        if not distribute_lib.has_strategy():
+            if not zero_debias:
+                return _assign_moving_average(variable, value, one_minus_decay,
+                                              scope).outputs[0]
+            biased_var, local_step = _zero_debias_variables(variable)
+            return _zero_debias_update(variable, value, biased_var, local_step,
+                                       one_minus_decay, scope)
+        return _distributed_assign_moving_average(variable, value, one_minus_decay,
+                                                  zero_debias)
 
 
-def _zero_debias(unbiased_var, value, one_minus_decay, name):
+def _distributed_assign_moving_average(variable, value, one_minus_decay, zero_debias):
+    # TF 1.15: in a replica context the replicas' values are averaged (merge_call) and every
+    # copy of the average moves towards that mean; in cross-replica context each copy moves
+    # towards ``value`` on its device (extended.update).
+    # Each copy's update is named as its scope (``.../update_<i>``, unique per copy).
+    def update(strategy, v, value):
+        if zero_debias:
+            biased_var, local_step = _zero_debias_variables(v)
+            return strategy.extended.update(
+                v, lambda c, value, b, s: _zero_debias_update(c, value, b, s, one_minus_decay,
+                                                              _current_scope()),
+                args=(value, biased_var, local_step))
+        return strategy.extended.update(
+            v, lambda c, value: state_ops.assign_sub(c, (c - value) * one_minus_decay,
+                                                     name=_current_scope()), args=(value,))
+
+    ctx = distribute_lib.get_replica_context()
+    if ctx is not None:
+        def merge_fn(strategy, v, value):
+            return update(strategy, v, strategy.extended.reduce_to(ReduceOp.MEAN, value, v))
+        return ctx.merge_call(merge_fn, args=(variable, value))
+    return update(distribute_lib.get_cross_replica_context(), variable, value)
+
+
+def _current_scope():
+    return get_default_graph().get_name_scope() + "/"
+
+
+def _zero_debias_variables(unbiased_var):
     graph = get_default_graph()
     scope_name = unbiased_var.op.name
     with graph.colocate_with(unbiased_var.op), graph.control_dependencies(None), \
@@ -74,7 +110,12 @@ def _zero_debias(unbiased_var, value, one_minus_decay, name):
             _unique_in_scope(scope_name, "local_step"), shape=[],
             dtype=unbiased_var.dtype.base_dtype, initializer=init_ops.zeros_initializer(),
             trainable=False)
+    return biased_var, local_step
+
+
+def _zero_debias_update(unbiased_var, value, biased_var, local_step, one_minus_decay, name):
     # op names as TF1's update_fn: sub, mul, AssignSub, AssignAdd/value, AssignAdd, ... truediv
+    graph = get_default_graph()
     with graph.colocate_with(unbiased_var.op):
         update_biased = state_ops.assign_sub(biased_var, (biased_var - value) * one_minus_decay)
         with graph.name_scope("AssignAdd") as add_scope:

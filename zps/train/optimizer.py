@@ -7,6 +7,14 @@ it, then ``global_step += 1``). Subclasses implement ``_create_slots``, ``_prepa
 variable is updated by ``_resource_apply_dense``/``_resource_apply_sparse`` where a subclass has
 them (else by ``_apply_*``). A subclass's sparse update gets unique indices, as in TF1.
 
+Under a ``tf.distribute`` strategy (TF 1.15's path): ``apply_gradients`` in a replica function
+hands the gradients to ``merge_call(_distributed_apply)``, which sums them across replicas
+(``batch_reduce_to``), creates the slots in cross-replica context (distributed like their
+variables), updates each copy of each variable (``extended.update``), runs ``_finish`` once per
+non-slot device and increments the global step once. In cross-replica context it is TF's
+RuntimeError. ``compute_gradients`` scales the loss by 1/replicas when
+``tf.distribute.get_loss_reduction()`` is MEAN (only as the Estimator asks).
+
 >>> import zps as tf
 >>> with tf.Graph().as_default():
 ...     w = tf.Variable([1.0, -2.0], name="w")
@@ -19,6 +27,8 @@ them (else by ``_apply_*``). A subclass's sparse update gets unique indices, as 
 [ 0.5 -1. ]
 """
 
+from zps.distribute import distribute_lib
+from zps.distribute.reduce_util import ReduceOp
 from zps.framework import dtypes as _dtypes
 from zps.framework.graph import (
     GraphKeys,
@@ -36,7 +46,26 @@ _VALID_DTYPES = (_dtypes.float16, _dtypes.float32, _dtypes.float64)
 
 
 def _var_key(var):
-    return (var.op.graph, var.op.name)
+    # A copy of a distributed variable (in extended.update) shares its container's slots.
+    container = getattr(var, "_distributed_container", None)
+    if container is not None:
+        var = container()
+    var = getattr(var, "_aggregating_container", lambda: var)()
+    if distribute_lib.has_strategy() and hasattr(var, "primary"):
+        var = var.primary
+    return (var.graph, var.op.name)
+
+
+def _converted_gradient(g):
+    """``g`` as a Tensor or IndexedSlices, or TF's TypeError."""
+    try:
+        g = convert_to_tensor_or_indexed_slices(g)
+    except (TypeError, ValueError):
+        raise TypeError("Gradient must be convertible to a Tensor or IndexedSlices, or "
+                        "None: %s" % (g,)) from None
+    if not isinstance(g, Tensor | IndexedSlices):
+        raise TypeError("Gradient must be a Tensor, IndexedSlices, or None: %s" % (g,))
+    return g
 
 
 def _flatten(values):
@@ -86,6 +115,7 @@ class Optimizer:
                  aggregation_method=None, colocate_gradients_with_ops=False, name=None,
                  grad_loss=None):
         """Add ops that minimize ``loss`` by updating ``var_list``; returns the train op."""
+        self._check_strategy_support()
         grads_and_vars = self.compute_gradients(
             loss, var_list=var_list, gate_gradients=gate_gradients,
             aggregation_method=aggregation_method,
@@ -109,6 +139,7 @@ class Optimizer:
         """
         if callable(loss):
             loss = loss()
+        loss = self._scale_loss(loss)
         if gate_gradients not in (Optimizer.GATE_NONE, Optimizer.GATE_OP, Optimizer.GATE_GRAPH):
             raise ValueError("gate_gradients must be one of: Optimizer.GATE_NONE, Optimizer.GATE_OP, "
                              "Optimizer.GATE_GRAPH.  Not %s" % gate_gradients)
@@ -145,16 +176,20 @@ class Optimizer:
         grads_and_vars = tuple(grads_and_vars)
         if not grads_and_vars:
             raise ValueError("No variables provided.")
+        if distribute_lib.has_strategy():
+            if distribute_lib.in_cross_replica_context():
+                raise RuntimeError("Use `_distributed_apply()` instead of `apply_gradients()` in "
+                                   "a cross-replica context.")
+            filtered = tuple((g, v) for g, v in grads_and_vars if g is not None)
+            if not filtered:
+                raise ValueError("No gradients provided for any variable: %s."
+                                 % ([str(v) for _, v in grads_and_vars],))
+            return distribute_lib.get_replica_context().merge_call(
+                self._distributed_apply, args=(filtered, global_step, name))
         converted = []
         for g, v in grads_and_vars:
             if g is not None:
-                try:
-                    g = convert_to_tensor_or_indexed_slices(g)
-                except (TypeError, ValueError):
-                    raise TypeError("Gradient must be convertible to a Tensor or IndexedSlices, or "
-                                    "None: %s" % (g,)) from None
-                if not isinstance(g, Tensor | IndexedSlices):
-                    raise TypeError("Gradient must be a Tensor, IndexedSlices, or None: %s" % (g,))
+                g = _converted_gradient(g)
             _check_variable(v)
             converted.append((g, v))
         var_list = [v for g, v in converted if g is not None]
@@ -188,6 +223,75 @@ class Optimizer:
         if apply_updates not in train_ops:
             train_ops.append(apply_updates)
         return apply_updates
+
+    def _distributed_apply(self, distribution, grads_and_vars, global_step=None, name=None):
+        """``apply_gradients`` in cross-replica context (TF 1.15's): the replicas' gradients
+        summed onto each variable's devices, every copy updated, the global step once."""
+        reduced = distribution.extended.batch_reduce_to(ReduceOp.SUM, grads_and_vars)
+        var_list = [v for _, v in grads_and_vars]
+        for v in var_list:
+            _check_variable(v)
+        graph = get_default_graph()
+        with graph.control_dependencies(None):
+            self._create_slots(var_list)
+
+        def update(v, g):
+            with graph.name_scope("update_" + v.op.name):
+                return self._update_op(_converted_gradient(g), v)
+
+        with graph.name_scope(name or self._name) as scope:
+            self._prepare()
+            update_ops = [op for grad, var in zip(reduced, var_list)
+                          for op in distribution.extended.update(var, update, args=(grad,),
+                                                                 group=False)]
+            non_slot_devices = distribution.extended.non_slot_devices(var_list)
+            finish_updates = distribution.extended.update_non_slot(
+                non_slot_devices, lambda ops: self._finish(ops, "update"), args=(update_ops,),
+                group=False)
+            if global_step is None:
+                apply_updates = distribution.group(finish_updates, name=scope)
+            else:
+                # One update named as the optimizer's scope; copies of a distributed global
+                # step get their names in it.
+                copies = len(getattr(global_step, "values", (global_step,)))
+                with graph.control_dependencies(list(finish_updates)):
+                    apply_updates = distribution.extended.update(
+                        global_step, state_ops.assign_add, args=(1,),
+                        kwargs={"name": scope} if copies == 1 else {})
+        if isinstance(apply_updates, Tensor):
+            apply_updates = apply_updates.op
+        train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
+        if apply_updates not in train_ops:
+            train_ops.append(apply_updates)
+        return apply_updates
+
+    @staticmethod
+    def _scale_loss(loss_value):
+        # TF 1.15: a MEAN loss reduction (only when the Estimator asks) is divided among the
+        # replicas, whose gradients are then summed; the graph records it (the Estimator then
+        # reports the replicas' losses summed).
+        graph = get_default_graph()
+        graph._is_loss_scaled_by_optimizer = False
+        if distribute_lib.get_loss_reduction() == ReduceOp.MEAN:
+            num_replicas = distribute_lib.get_strategy().num_replicas_in_sync
+            if num_replicas > 1:
+                loss_value *= (1. / num_replicas)
+                graph._is_loss_scaled_by_optimizer = True
+        return loss_value
+
+    def _check_strategy_support(self):
+        # An optimizer with its own apply_gradients does not take the distributed path: under
+        # a strategy with several replicas its updates would be wrong, so it is refused.
+        if type(self).apply_gradients is Optimizer.apply_gradients:
+            return
+        if distribute_lib.has_strategy() and \
+                distribute_lib.get_strategy().num_replicas_in_sync > 1:
+            raise NotImplementedError(
+                "%s overrides apply_gradients and does not support tf.distribute strategies "
+                "with several replicas (here %d): use a tf.train optimizer (GradientDescent, "
+                "Momentum, Adam ...) inside strategy.scope(), or build the model without a "
+                "strategy" % (type(self).__name__,
+                              distribute_lib.get_strategy().num_replicas_in_sync))
 
     def _update_op(self, grad, var):
         if _is_table(var):

@@ -183,7 +183,7 @@ class Saver:
                             name="RestoreV2")
                     values = values if isinstance(values, list) else [values]
                     for it, value in zip(whole, values):
-                        assigns.append(self._assign(graph, it.ref, value))
+                        assigns.extend(self._assign_item(graph, it, value))
                 for it in items:
                     if it.owner is not None:
                         owners.setdefault(id(it.owner), (it.owner, []))[1].append(it)
@@ -194,7 +194,7 @@ class Saver:
                             value = partitioned_variables.restore_slice(
                                 filename, info.full_name, info.var_offset, info.var_shape,
                                 it.ref.dtype.base_dtype, name="RestoreSlice")
-                        assigns.append(self._assign(graph, it.ref, value))
+                        assigns.extend(self._assign_item(graph, it, value))
         for owner, items in owners.values():
             with self._device(graph, items[0].tensor.device):
                 values = io_ops.restore_shard(filename, [it.key for it in items],
@@ -209,6 +209,17 @@ class Saver:
                                 % (owner, type(op).__name__))
             assigns.append(op)
         return control_flow_ops.group(*assigns, name="restore_all")
+
+    def _assign_item(self, graph, it, value):
+        # A tf.distribute variable (it.distributed) is restored into each of its copies.
+        var = it.distributed
+        if var is None:
+            return [self._assign(graph, it.ref, value)]
+        restore_value = getattr(var, "_zps_restore_value", None)
+        if restore_value is not None:
+            with graph.colocate_with(it.ref.op):
+                value = restore_value(value)
+        return [self._assign(graph, ref, value) for ref in var._zps_restore_refs()]
 
     def _assign(self, graph, ref, value):
         with graph.colocate_with(ref.op):
@@ -489,11 +500,12 @@ class _Item:
     restored into (None for a custom saveable, which restores itself), the SaveSliceInfo of a
     shard of a partitioned variable, and the custom saveable it belongs to."""
 
-    __slots__ = ("key", "tensor", "ref", "slice_info", "owner")
+    __slots__ = ("key", "tensor", "ref", "slice_info", "owner", "distributed")
 
-    def __init__(self, key, tensor, ref=None, slice_info=None, owner=None):
+    def __init__(self, key, tensor, ref=None, slice_info=None, owner=None, distributed=None):
         self.key, self.tensor, self.ref = key, tensor, ref
         self.slice_info, self.owner = slice_info, owner
+        self.distributed = distributed   # a tf.distribute variable: its copies are restored
 
     @property
     def device(self):
@@ -542,6 +554,12 @@ def _saveable_items(var_list):
         info = _slice_info(v) or slot_info.get(id(v))
         if info is not None:  # a shard of a partitioned variable: saved as a slice of the whole
             items.append(_slice_item(info.full_name if name is None else str(name), v, info))
+        elif callable(getattr(v, "_zps_restore_refs", None)):
+            # A tf.distribute variable: saved once under its name (a SyncOnReadVariable: its
+            # aggregate), restored into every copy.
+            save = getattr(v, "_zps_save_tensor", None)
+            items.append(_Item(_ref(v).op.name if name is None else str(name),
+                               save() if save is not None else _ref(v), _ref(v), distributed=v))
         else:
             items.append(_Item(_ref(v).op.name if name is None else str(name), _ref(v), _ref(v)))
     keys = {}
@@ -592,7 +610,8 @@ def _slice_item(full_name, v, info):
     if full_name != info.full_name:
         info = SaveSliceInfo(full_name, info.full_shape, info.var_offset, info.var_shape)
     key = checkpoint_format.slice_key(full_name, info.full_shape, info.var_offset, info.var_shape)
-    return _Item(key, _ref(v), _ref(v), slice_info=info)
+    distributed = v if callable(getattr(v, "_zps_restore_refs", None)) else None
+    return _Item(key, _ref(v), _ref(v), slice_info=info, distributed=distributed)
 
 
 def _check_saveable(v, name):

@@ -14,7 +14,7 @@ import logging
 from zps.framework import dtypes as _dtypes
 from zps.framework.graph import GraphKeys, Tensor, get_default_graph
 from zps.ops import array_ops, variable_scope
-from zps.ops.variables import Variable
+from zps.ops.variables import Variable, VariableAggregation
 
 _logger = logging.getLogger(__name__)
 
@@ -58,6 +58,9 @@ def create_global_step(graph=None):
         return variable_scope.get_variable(
             GraphKeys.GLOBAL_STEP, shape=[], dtype=_dtypes.int64,
             initializer=_zeros, trainable=False,
+            # as TF 1.15: under a tf.distribute strategy, gs.assign_add(1) in a replica
+            # function takes the first replica's increment (once per step, not per replica)
+            aggregation=VariableAggregation.ONLY_FIRST_REPLICA,
             collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
 
 
