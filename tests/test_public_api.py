@@ -197,8 +197,8 @@ EXPECTED = {
     "zps.linalg": [
         "adjoint", "band_part", "cholesky", "det", "diag", "diag_part", "eigh", "eigvalsh",
         "einsum", "expm", "eye", "global_norm", "inv", "l2_normalize", "logdet", "matmul",
-        "matrix_transpose", "norm", "qr", "slogdet", "solve", "svd", "tensor_diag", "tensordot", "trace", "transpose",
-        "triangular_solve"
+        "matrix_transpose", "norm", "qr", "slogdet", "solve", "svd", "tensor_diag", "tensordot",
+        "trace", "transpose", "triangular_solve"
     ],
     "zps.strings": [
         "as_string", "format", "join", "length", "lower", "reduce_join", "regex_full_match",

@@ -6,9 +6,10 @@ from zps.ops.array_ops import matrix_band_part as band_part
 from zps.ops.array_ops import matrix_diag as diag
 from zps.ops.array_ops import matrix_diag_part as diag_part
 from zps.ops.clip_ops import global_norm
-from zps.ops.linalg_ops import cholesky, eye, matrix_transpose, norm, qr, svd, trace
+from zps.ops.linalg_ops import cholesky, eye, logdet, matrix_transpose, norm, qr, svd, trace
 from zps.ops.linalg_ops import log_matrix_determinant as slogdet
 from zps.ops.linalg_ops import matrix_determinant as det
+from zps.ops.linalg_ops import matrix_exponential as expm
 from zps.ops.linalg_ops import matrix_inverse as inv
 from zps.ops.linalg_ops import matrix_solve as solve
 from zps.ops.linalg_ops import matrix_triangular_solve as triangular_solve
@@ -25,6 +26,7 @@ def adjoint(matrix, name=None):
     return matrix_transpose(matrix, name=name or "adjoint", conjugate=True)
 
 __all__ = ["adjoint", "band_part", "cholesky", "det", "diag", "diag_part", "eigh", "eigvalsh",
-           "einsum", "eye", "global_norm", "inv", "l2_normalize", "matmul", "matrix_transpose",
+           "einsum", "expm", "eye", "global_norm", "inv", "l2_normalize", "logdet", "matmul",
+           "matrix_transpose",
            "norm", "qr", "slogdet", "solve", "svd", "tensor_diag", "tensordot", "trace",
            "transpose", "triangular_solve"]

@@ -1,8 +1,10 @@
 """Linear algebra on the innermost matrices of a tensor: ``tf.matrix_inverse``, ``tf.cholesky`` ...
 
 Every op works on ``[..., M, N]`` tensors, batched over the leading dimensions as in TF1, with
-TF1's gradient rules (inverse, determinants, Cholesky, solves, QR, eigendecomposition). A singular
-or non positive definite input fails at run time with TF1's InvalidArgumentError messages.
+TF1's gradient rules (inverse, determinants, Cholesky, solves, QR, SVD, eigendecomposition,
+matrix exponential). They take float and, as TF, complex matrices (complex gradients in TF's
+conjugate convention). A singular or non positive definite input fails at run time with TF1's
+InvalidArgumentError messages.
 
 >>> import zps as tf
 >>> with tf.Graph().as_default():
@@ -29,11 +31,14 @@ def _bad_input(msg):
     return errors.InvalidArgumentError(None, None, msg)
 
 
-def _float_input(x, op_type):
+def _float_input(x, op_type, complex_ok=False):
+    """``x`` as a tensor, checked to be floating (or complex, with ``complex_ok``: TF's op takes
+    complex64/complex128 and zps has its gradient)."""
     x = convert_to_tensor(x)
-    if not x.dtype.is_floating:
-        raise TypeError("%s needs a floating point input (float32 or float64), got %s (%s)"
-                        % (op_type, x.dtype.name, x.name))
+    if not (x.dtype.is_floating or complex_ok and x.dtype.is_complex):
+        raise TypeError("%s needs a floating point input (%s), got %s (%s): tf.cast it first"
+                        % (op_type, "float32, float64, complex64 or complex128" if complex_ok
+                           else "float32 or float64", x.dtype.name, x.name))
     return x
 
 
@@ -60,8 +65,8 @@ def _shapes(op):
 
 
 def _adjoint(x):
-    """``x`` with its two innermost dimensions swapped (real tensors: the adjoint)."""
-    return matrix_transpose(x)
+    """``x`` with its two innermost dimensions swapped, and conjugated: the adjoint."""
+    return matrix_transpose(x, conjugate=True)
 
 
 def _swap(xp, x):
@@ -138,7 +143,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 # -- MatrixInverse -------------------------------------------------------------------------------
 def _inverse_kernel(ctx, x, adjoint):
     xp = ctx.xp
-    return _checked(xp, xp.linalg.inv, "Input is not invertible.", _swap(xp, x) if adjoint else x)
+    return _checked(xp, xp.linalg.inv, "Input is not invertible.",
+                    _adjoint_value(xp, x) if adjoint else x)
 
 
 def _inverse_grad(op, g):
@@ -155,7 +161,7 @@ register_op("MatrixInverse", shape=_matrices, kernel=_inverse_kernel, grad=_inve
 def matrix_inverse(input, adjoint=False, name=None):  # noqa: A002 - TF1's argument name
     """The inverses of the innermost square matrices of ``input`` (of their adjoints with
     ``adjoint=True``); a singular matrix fails with "Input is not invertible."."""
-    x = _float_input(input, "MatrixInverse")
+    x = _float_input(input, "MatrixInverse", complex_ok=True)
     return make_op("MatrixInverse", [x], name=name or "MatrixInverse", adjoint=bool(adjoint))
 
 
@@ -166,7 +172,8 @@ def _batch_shape(op):
 
 
 def _det_grad(op, g):
-    # d det(A) = det(A) tr(A^-1 dA): dA = g det(A) A^-T.
+    # d det(A) = det(A) tr(A^-1 dA): dA = g det(A) A^-T. TF's rule, also for complex A: the
+    # conjugate convention would take conj(det(A)); zps gives TF's numbers.
     scale = array_ops.expand_dims(array_ops.expand_dims(g * op.outputs[0], -1), -1)
     return [scale * matrix_inverse(op.inputs[0], adjoint=True)]
 
@@ -177,7 +184,7 @@ register_op("MatrixDeterminant", shape=_batch_shape,
 
 def matrix_determinant(input, name=None):  # noqa: A002
     """The determinants of the innermost square matrices of ``input`` (shape ``[...]``)."""
-    x = _float_input(input, "MatrixDeterminant")
+    x = _float_input(input, "MatrixDeterminant", complex_ok=True)
     return make_op("MatrixDeterminant", [x], name=name or "MatrixDeterminant")
 
 
@@ -187,7 +194,8 @@ def _slogdet_kernel(ctx, x):
 
 
 def _slogdet_grad(op, g_sign, g_logdet):
-    # The sign is piecewise constant; d log|det A| = tr(A^-1 dA).
+    # The sign is piecewise constant; d log|det A| = tr(A^-1 dA). As TF, the imaginary part of a
+    # complex g_logdet is not dropped (log|det A| is real): TF's numbers.
     scale = array_ops.expand_dims(array_ops.expand_dims(g_logdet, -1), -1)
     return [scale * matrix_inverse(op.inputs[0], adjoint=True)]
 
@@ -200,7 +208,7 @@ register_op("LogMatrixDeterminant", shape=lambda op: [_batch_shape(op)] * 2,
 def log_matrix_determinant(input, name=None):  # noqa: A002
     """``(sign, log_abs_determinant)`` of the innermost square matrices of ``input``: the
     determinant is ``sign * exp(log_abs_determinant)``, without overflow."""
-    x = _float_input(input, "LogMatrixDeterminant")
+    x = _float_input(input, "LogMatrixDeterminant", complex_ok=True)
     return tuple(make_op("LogMatrixDeterminant", [x], name=name or "LogMatrixDeterminant"))
 
 
@@ -230,8 +238,79 @@ register_op("Cholesky", shape=_matrices, kernel=_cholesky_kernel, grad=_cholesky
 def cholesky(input, name=None):  # noqa: A002
     """The lower triangular ``L`` with ``L Lᴴ = input`` for each innermost symmetric positive
     definite matrix (only its lower triangle is read)."""
-    x = _float_input(input, "Cholesky")
+    x = _float_input(input, "Cholesky", complex_ok=True)
     return make_op("Cholesky", [x], name=name or "Cholesky")
+
+
+# -- MatrixExponential (tf.linalg.expm) ----------------------------------------------------------
+# Scaling and squaring with the [13/13] Pade approximant (Higham 2005), in float64 / complex128:
+# expm(A) = r(A / 2**s) ** (2**s), s chosen so that every ||A / 2**s||_1 <= 5.37 (TF's bound).
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_PADE13_MAX_NORM = 5.371920351148152
+
+
+def _expm_kernel(ctx, x):
+    xp = ctx.xp
+    a = x.astype(xp.complex128 if x.dtype.kind == "c" else xp.float64)
+    if a.size == 0:
+        return x
+    norm = float(xp.abs(a).sum(axis=-2).max())
+    if not np.isfinite(norm):   # TF: all NaN for a batch holding a non-finite entry
+        return xp.full(x.shape, np.nan, x.dtype)
+    squarings = max(0, int(np.ceil(np.log2(norm / _PADE13_MAX_NORM)))) if norm else 0
+    a = a / 2.0 ** squarings
+    b, eye = _PADE13, xp.broadcast_to(xp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+             + b[1] * eye)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye
+    r = xp.linalg.solve(v - u, v + u)
+    for _ in range(squarings):
+        r = r @ r
+    return r.astype(x.dtype)
+
+
+def _expm_grad(op, g):
+    # The adjoint of the Frechet derivative of expm at A is the derivative at Aᴴ: the upper right
+    # block of expm([[Aᴴ, g], [0, Aᴴ]]) (Najfeld and Havel 1995). TF differentiates its Pade
+    # composite instead: the same numbers, to rounding.
+    a_h = _adjoint(op.inputs[0])
+    n = array_ops.shape(a_h)[-1]
+    block = array_ops.concat([array_ops.concat([a_h, g], -1),
+                              array_ops.concat([array_ops.zeros_like(a_h), a_h], -1)], -2)
+    return [matrix_exponential(block)[..., :n, n:]]
+
+
+register_op("MatrixExponential", shape=_matrices, kernel=_expm_kernel, grad=_expm_grad)
+
+
+def matrix_exponential(input, name=None):  # noqa: A002 - TF1's argument name
+    """``expm`` of each innermost square matrix of ``input``: ``sum_k input**k / k!``
+    (``tf.linalg.expm``; float32, float64, complex64, complex128).
+
+    >>> import zps as tf
+    >>> tf.Session().run(tf.linalg.expm([[0.0, 1.0], [0.0, 0.0]])).tolist()
+    [[1.0, 1.0], [0.0, 1.0]]
+    """
+    x = _float_input(input, "MatrixExponential", complex_ok=True)
+    return make_op("MatrixExponential", [x], name=name or "MatrixExponential")
+
+
+def logdet(matrix, name=None):
+    """``log(det(matrix))`` of each innermost Hermitian positive definite matrix, from its
+    Cholesky factor (TF's ``tf.linalg.logdet``): ``2 sum(log(real(diag(chol))))``, a real tensor.
+
+    Example: ``tf.linalg.logdet([[4.0, 0.0], [0.0, 9.0]])`` evaluates to ``log(36) = 3.5835``.
+    """
+    x = convert_to_tensor(matrix)
+    with x.graph.name_scope(name or "logdet") as scope:
+        chol = cholesky(x)
+        diag = math_ops.log(math_ops.real(array_ops.matrix_diag_part(chol)))
+        return math_ops.multiply(2.0, math_ops.reduce_sum(diag, axis=-1), name=scope)
 
 
 # -- MatrixSolve, MatrixTriangularSolve ----------------------------------------------------------
@@ -253,7 +332,7 @@ def _solve_kernel(ctx, a, b, adjoint):
     xp = ctx.xp
     _same_batch(a, b)
     return _checked(xp, xp.linalg.solve, "Input matrix is not invertible.",
-                    _swap(xp, a) if adjoint else a, b)
+                    _adjoint_value(xp, a) if adjoint else a, b)
 
 
 def _same_batch(a, b):
@@ -278,7 +357,7 @@ register_op("MatrixSolve", shape=_solve_shape, kernel=_solve_kernel,
 def matrix_solve(matrix, rhs, adjoint=False, name=None):
     """``X`` with ``matrix @ X = rhs`` (``matrixᴴ @ X = rhs`` with ``adjoint=True``) for each
     innermost square matrix; a singular one fails with "Input matrix is not invertible."."""
-    a = _float_input(matrix, "MatrixSolve")
+    a = _float_input(matrix, "MatrixSolve", complex_ok=True)
     b = convert_to_tensor(rhs, dtype=a.dtype)
     return make_op("MatrixSolve", [a, b], name=name or "MatrixSolve", adjoint=bool(adjoint))
 
@@ -289,7 +368,7 @@ def _triangular_solve_kernel(ctx, a, b, lower, adjoint):
     tri = xp.tril(a) if lower else xp.triu(a)
     if not bool((xp.diagonal(a, axis1=-2, axis2=-1) != 0).all()):
         raise _bad_input("Input matrix is not invertible.")
-    return xp.linalg.solve(_swap(xp, tri) if adjoint else tri, b)
+    return xp.linalg.solve(_adjoint_value(xp, tri) if adjoint else tri, b)
 
 
 def _triangular_solve_grad(op, g):
@@ -307,7 +386,7 @@ register_op("MatrixTriangularSolve", shape=_solve_shape, kernel=_triangular_solv
 def matrix_triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
     """As ``matrix_solve`` for triangular matrices: only the lower (``lower=True``) or upper
     triangle of ``matrix`` is read."""
-    a = _float_input(matrix, "MatrixTriangularSolve")
+    a = _float_input(matrix, "MatrixTriangularSolve", complex_ok=True)
     b = convert_to_tensor(rhs, dtype=a.dtype)
     return make_op("MatrixTriangularSolve", [a, b], name=name or "MatrixTriangularSolve",
                    lower=bool(lower), adjoint=bool(adjoint))
@@ -342,7 +421,12 @@ def _qr_grad(op, dq, dr):
 
     def solve_right(x):   # x r^-H
         return _adjoint(matrix_triangular_solve(r, _adjoint(x), lower=False))
-    return [matmul(q, dr + solve_right(tril)) + solve_right(dq - matmul(q, qdq))]
+    grad = matmul(q, dr + solve_right(tril)) + solve_right(dq - matmul(q, qdq))
+    if q.dtype.is_complex:   # TF's term for the imaginary part of diag(rdr - qdqᴴ)
+        diag = math_ops.imag(array_ops.matrix_diag_part(rdr - _adjoint(qdq)))
+        correction = array_ops.matrix_diag(math_ops.complex(array_ops.zeros_like(diag), diag))
+        grad += solve_right(matmul(q, _adjoint(correction)))
+    return [grad]
 
 
 register_op("Qr", shape=_qr_shape, dtype=lambda op: [op.inputs[0].dtype] * 2, kernel=_qr_kernel,
@@ -352,7 +436,7 @@ register_op("Qr", shape=_qr_shape, dtype=lambda op: [op.inputs[0].dtype] * 2, ke
 def qr(input, full_matrices=False, name=None):  # noqa: A002
     """``(q, r)``: each innermost ``[M, N]`` matrix as an orthonormal ``q`` times an upper
     triangular ``r`` (``q`` is ``[M, min(M, N)]``, or ``[M, M]`` with ``full_matrices``)."""
-    x = _float_input(input, "Qr")
+    x = _float_input(input, "Qr", complex_ok=True)
     return tuple(make_op("Qr", [x], name=name or "Qr", full_matrices=bool(full_matrices)))
 
 
@@ -374,9 +458,10 @@ def _svd_kernel(ctx, x, compute_uv, full_matrices):
     xp = ctx.xp
     if not compute_uv:
         empty = xp.zeros((0,), dtype=x.dtype)
-        return [xp.linalg.svd(x, compute_uv=False), empty, empty]
+        return [xp.linalg.svd(x, compute_uv=False).astype(x.dtype), empty, empty]
     u, s, vh = xp.linalg.svd(x, full_matrices=full_matrices)
-    return [s, u, _swap(xp, vh).copy()]
+    # s in the input's dtype (complex for a complex input) as TF's op; svd() takes its real part.
+    return [s.astype(x.dtype), u, _adjoint_value(xp, vh).copy()]
 
 
 def _safe_reciprocal(x, epsilon=1e-20):
@@ -412,6 +497,12 @@ def _svd_grad(op, grad_s, grad_u, grad_v):
     inner = (array_ops.matrix_diag(grad_s) + matmul(f_u + _adjoint(f_u), s_mat)
              + matmul(s_mat, f_v + _adjoint(f_v)))
     grad_a = matmul(u, matmul(inner, v1, adjoint_b=True))
+    if a.dtype.is_complex:   # TF's term for the phases of the singular vectors
+        gauge = array_ops.matrix_diag(array_ops.matrix_diag_part(
+            matmul(v1, grad_v1, adjoint_a=True)))
+        s_inv = array_ops.matrix_diag(_safe_reciprocal(s))
+        grad_a += 0.5 * matmul(u, matmul(matmul(s_inv, _adjoint(gauge) - gauge), v1,
+                                         adjoint_b=True))
     if m != n:
         gv1t = _adjoint(grad_v1)
         rest = gv1t - matmul(matmul(gv1t, v1), v1, adjoint_b=True)
@@ -430,9 +521,10 @@ register_op("Svd", shape=_svd_shape, dtype=lambda op: [op.inputs[0].dtype] * 3,
 def svd(tensor, full_matrices=False, compute_uv=True, name=None):
     """The singular values ``s`` of the innermost matrices of ``tensor`` (descending), and with
     ``compute_uv`` the ``(s, u, v)`` with ``tensor = u diag(s) vᴴ``."""
-    x = _float_input(tensor, "Svd")
+    x = _float_input(tensor, "Svd", complex_ok=True)
     s, u, v = make_op("Svd", [x], name=name or "Svd", compute_uv=bool(compute_uv),
                       full_matrices=bool(full_matrices))
+    s = math_ops.real(s)   # the singular values are real (float32 for complex64), as TF's
     return (s, u, v) if compute_uv else s
 
 
@@ -447,9 +539,9 @@ def _eig_shape(op):
 def _eig_kernel(ctx, x, compute_v):
     xp = ctx.xp
     if not compute_v:
-        return [xp.linalg.eigvalsh(x), xp.zeros((0,), dtype=x.dtype)]
+        return [xp.linalg.eigvalsh(x).astype(x.dtype), xp.zeros((0,), dtype=x.dtype)]
     e, v = xp.linalg.eigh(x)
-    return [e, v]
+    return [e.astype(x.dtype), v]   # real eigenvalues, in the input's (complex) dtype as TF
 
 
 def _eig_grad(op, grad_e, grad_v):
@@ -477,14 +569,14 @@ register_op("SelfAdjointEigV2", shape=_eig_shape, dtype=lambda op: [op.inputs[0]
 def self_adjoint_eig(tensor, name=None):
     """``(e, v)``: the eigenvalues (ascending) and eigenvectors (columns of ``v``) of each
     innermost self-adjoint matrix of ``tensor`` (only its lower triangle is read)."""
-    x = _float_input(tensor, "SelfAdjointEigV2")
+    x = _float_input(tensor, "SelfAdjointEigV2", complex_ok=True)
     return tuple(make_op("SelfAdjointEigV2", [x], name=name or "SelfAdjointEigV2",
                          compute_v=True))
 
 
 def self_adjoint_eigvals(tensor, name=None):
     """The eigenvalues (ascending) of each innermost self-adjoint matrix of ``tensor``."""
-    x = _float_input(tensor, "SelfAdjointEigV2")
+    x = _float_input(tensor, "SelfAdjointEigV2", complex_ok=True)
     return make_op("SelfAdjointEigV2", [x], name=name or "SelfAdjointEigV2", compute_v=False)[0]
 
 
@@ -569,13 +661,14 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
         if matrix:
             result = _matrix_norm(x, ord, list(axis), keepdims)
         elif ord in ("euclidean", "fro", 2):
-            result = math_ops.sqrt(math_ops.reduce_sum(x * x, axis, keepdims=keepdims))
+            result = math_ops.sqrt(math_ops.reduce_sum(x * math_ops.conj(x), axis,
+                                                       keepdims=keepdims))
         elif ord == np.inf:
             result = math_ops.reduce_max(math_ops.abs(x), axis, keepdims=keepdims)
         elif ord == 1:
             result = math_ops.reduce_sum(math_ops.abs(x), axis, keepdims=keepdims)
         else:
-            p = math_ops.cast(ord, x.dtype)
+            p = math_ops.cast(ord, x.dtype.real_dtype)   # |x| of a complex x is real
             result = math_ops.pow(math_ops.reduce_sum(math_ops.pow(math_ops.abs(x), p), axis,
                                                       keepdims=keepdims), 1.0 / p)
     return array_ops.identity(result, name="norm")
@@ -583,7 +676,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims
 
 def _matrix_norm(x, ord, axis, keepdims):  # noqa: A002
     if ord in ("euclidean", "fro"):
-        return math_ops.sqrt(math_ops.reduce_sum(x * x, axis, keepdims=keepdims))
+        return math_ops.sqrt(math_ops.reduce_sum(x * math_ops.conj(x), axis, keepdims=keepdims))
     if ord == 2:
         rank = x.get_shape().ndims
         if rank is None:

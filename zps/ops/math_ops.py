@@ -221,10 +221,10 @@ def _part_dtype(op):
 
 
 register_op("Real", dtype=_part_dtype, shape=same_shape,
-            kernel=lambda ctx, x: ctx.xp.ascontiguousarray(x.real),
+            kernel=lambda ctx, x: x.real.copy(),   # contiguous, keeps rank 0
             grad=lambda op, g: [complex(g, array_ops.zeros_like(g))])
 register_op("Imag", dtype=_part_dtype, shape=same_shape,
-            kernel=lambda ctx, x: ctx.xp.ascontiguousarray(x.imag),
+            kernel=lambda ctx, x: x.imag.copy(),   # contiguous, keeps rank 0
             grad=lambda op, g: [complex(array_ops.zeros_like(g), g)])
 register_op("Conj", shape=same_shape, kernel=lambda ctx, x: ctx.xp.conj(x),
             grad=lambda op, g: [conj(g)])
@@ -502,6 +502,8 @@ def _squared_difference_kernel(ctx, x, y):
 
 
 def _squared_difference_grad(op, g):
+    # TF's rule: for complex inputs (a real |x - y|**2 as a complex number) it keeps the imaginary
+    # part of g, which the conjugate convention would drop; zps gives TF's numbers.
     x, y = op.inputs
     gx = g * 2.0 * (x - y)
     return [gx, -gx]
@@ -576,7 +578,13 @@ def sqrt(x, name=None):
     return _unary("Sqrt", x, name, floats_only=True, complex_ok=True)
 
 
-register_op("Rsqrt", shape=same_shape, kernel=lambda ctx, x: 1 / ctx.xp.sqrt(x),
+def _rsqrt_kernel(ctx, x):
+    # TF's complex rsqrt takes a negative real number with imaginary part -0 as one with +0 (the
+    # +i side of sqrt's cut): x + 0 turns -0j into +0j. Real x keep rsqrt(-0.0) = -inf.
+    return 1 / ctx.xp.sqrt(x + 0 if x.dtype.kind == "c" else x)
+
+
+register_op("Rsqrt", shape=same_shape, kernel=_rsqrt_kernel,
             grad=lambda op, g: [g * -0.5 * conj(op.outputs[0] * op.outputs[0] * op.outputs[0])])
 
 
@@ -714,19 +722,20 @@ def expm1(x, name=None):
     return _unary("Expm1", x, name, floats_only=True, complex_ok=True)
 
 
-# Trigonometric and hyperbolic functions: numpy's ufuncs, TF1's gradients.
+# Trigonometric and hyperbolic functions: numpy's ufuncs, TF1's gradients. Complex inputs take
+# numpy's principal branches, which are TF's, also on each side of the cuts (by the zero's sign).
 register_op("Sin", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sin(x),
             grad=lambda op, g: [g * cos(conj(op.inputs[0]))])
 register_op("Cos", shape=same_shape, kernel=lambda ctx, x: ctx.xp.cos(x),
             grad=lambda op, g: [-g * sin(conj(op.inputs[0]))])
 register_op("Tan", shape=same_shape, kernel=lambda ctx, x: ctx.xp.tan(x),
-            grad=lambda op, g: [g * (1.0 + square(op.outputs[0]))])
+            grad=lambda op, g: [g * square(reciprocal(cos(conj(op.inputs[0]))))])
 register_op("Asin", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arcsin(x),
-            grad=lambda op, g: [g * rsqrt(1.0 - square(op.inputs[0]))])
+            grad=lambda op, g: [g * reciprocal(sqrt(1.0 - square(conj(op.inputs[0]))))])
 register_op("Acos", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arccos(x),
-            grad=lambda op, g: [-g * rsqrt(1.0 - square(op.inputs[0]))])
+            grad=lambda op, g: [-g * reciprocal(sqrt(1.0 - square(conj(op.inputs[0]))))])
 register_op("Atan", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arctan(x),
-            grad=lambda op, g: [g / (1.0 + square(op.inputs[0]))])
+            grad=lambda op, g: [g * reciprocal(1.0 + square(conj(op.inputs[0])))])
 register_op("Sinh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sinh(x),
             grad=lambda op, g: [g * cosh(conj(op.inputs[0]))])
 register_op("Cosh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.cosh(x),
@@ -745,22 +754,22 @@ def cos(x, name=None):
 
 def tan(x, name=None):
     """The tangent of each element (radians)."""
-    return _unary("Tan", x, name, floats_only=True)
+    return _unary("Tan", x, name, floats_only=True, complex_ok=True)
 
 
 def asin(x, name=None):
-    """The arcsine of each element, in [-pi/2, pi/2] (nan outside [-1, 1])."""
-    return _unary("Asin", x, name, floats_only=True)
+    """The arcsine of each element, in [-pi/2, pi/2] (nan outside [-1, 1] for real ``x``)."""
+    return _unary("Asin", x, name, floats_only=True, complex_ok=True)
 
 
 def acos(x, name=None):
-    """The arccosine of each element, in [0, pi] (nan outside [-1, 1])."""
-    return _unary("Acos", x, name, floats_only=True)
+    """The arccosine of each element, in [0, pi] (nan outside [-1, 1] for real ``x``)."""
+    return _unary("Acos", x, name, floats_only=True, complex_ok=True)
 
 
 def atan(x, name=None):
     """The arctangent of each element, in (-pi/2, pi/2)."""
-    return _unary("Atan", x, name, floats_only=True)
+    return _unary("Atan", x, name, floats_only=True, complex_ok=True)
 
 
 def sinh(x, name=None):
@@ -1192,8 +1201,8 @@ def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 register_op("Prod", shape=_reduce_shape,
             kernel=lambda ctx, x, axis, keepdims: ctx.xp.asarray(
                 x.prod(axis=axis, keepdims=keepdims, dtype=x.dtype)),
-            grad=lambda op, g: [_reduce_grad_to_input(op, g)
-                                * make_op("ProdOfOthers", [op.inputs[0]], axis=op._attrs["axis"])])
+            grad=lambda op, g: [_reduce_grad_to_input(op, g) * conj(
+                make_op("ProdOfOthers", [op.inputs[0]], axis=op._attrs["axis"]))])
 
 
 def _prod_of_others_kernel(ctx, x, axis):
@@ -1616,6 +1625,7 @@ def _distinct_labels(labels, x, used):
 def _einsum_grad(op, g):
     # The gradient of input i is the einsum of g with the other inputs, into the labels of i
     # (repeats renamed, see _distinct_labels); a label summed in input i alone is broadcast back.
+    # The other inputs enter conjugated (TF's convention for complex gradients).
     ins, out = op._attrs["equation"].split("->")
     ins = ins.split(",")
     grads = []
@@ -1626,7 +1636,7 @@ def _einsum_grad(op, g):
         seen = set(out).union(*factors)
         kept = "".join(c for c in labels if c in seen)
         grad = einsum(",".join([out] + factors) + "->" + kept, g,
-                      *[op.inputs[j] for j in others], *[eye for _, eye in identities])
+                      *[conj(op.inputs[j]) for j in others], *[eye for _, eye in identities])
         if kept != labels:
             for axis, c in enumerate(labels):
                 if c not in seen:

@@ -62,13 +62,15 @@ def _register_binary(op_type, fn, grad):
     register_op(op_type, shape=broadcast_shape, broadcast=True, kernels=_elementwise(fn), grad=grad)
 
 
-def _float_binary(op_type, x, y, name, names=("x", "y")):
+def _float_binary(op_type, x, y, name, names=("x", "y"), complex_ok=False):
+    """``complex_ok``: the op takes complex types too (TF's xlogy, xdivy, xlog1py, mul_no_nan)."""
     x = convert_to_tensor(x) if not isinstance(x, float | int) else x
-    if hasattr(x, "dtype") and not x.dtype.is_floating:
+    if hasattr(x, "dtype") and not (x.dtype.is_floating or complex_ok and x.dtype.is_complex):
         raise TypeError("Value passed to parameter '%s' of %s has DataType %s not in list of "
-                        "allowed values: float16, float32, float64 (%s). Cast it first, e.g. "
-                        "tf.cast(%s, tf.float32)." % (names[0], op_type, x.dtype.name, x.name,
-                                                       names[0]))
+                        "allowed values: float16, float32, float64%s (%s). Cast it first, e.g. "
+                        "tf.cast(%s, tf.float32)." % (names[0], op_type, x.dtype.name,
+                                                       ", complex64, complex128" if complex_ok
+                                                       else "", x.name, names[0]))
     return _binary(op_type, x, y, name, names)
 
 
@@ -570,12 +572,13 @@ def bessel_i1e(x, name=None):
 
 # -- xlogy, xdivy, xlog1py, multiply_no_nan, reciprocal_no_nan ------------------------------------
 def _float64_binary(fn):
-    """A kernel for every backend: ``fn(xp, x, y)`` on float64 copies of the inputs, in x's
-    dtype (plain arithmetic: cupy runs it on the GPU)."""
+    """A kernel for every backend: ``fn(xp, x, y)`` on float64 (complex128) copies of the
+    inputs, in x's dtype (plain arithmetic: cupy runs it on the GPU)."""
     def kernel(ctx, x, y):
         xp = ctx.xp
+        wide = xp.complex128 if x.dtype.kind == "c" else xp.float64
         with np.errstate(all="ignore"):   # beyond float32's range is inf, as TF's float32
-            return fn(xp, x.astype(xp.float64), y.astype(xp.float64)).astype(x.dtype)
+            return fn(xp, x.astype(wide), y.astype(wide)).astype(x.dtype)
     return kernel
 
 
@@ -588,7 +591,9 @@ def _not_zero(x):
     return math_ops.cast(math_ops.not_equal(x, 0.0), x.dtype)
 
 
-# 0 where x is 0, whatever y (also nan or inf: TF 2.21's kernels)
+# 0 where x is 0, whatever y (also nan or inf: TF 2.21's kernels). The gradient rules are TF's,
+# which conjugate nothing: for complex inputs they are not the conjugate-convention gradient of
+# the other ops (finite differences disagree), but they give TF's numbers.
 _register_xp_binary("Xlogy", lambda xp, x, y: xp.where(x == 0, 0.0, x * xp.log(y)), lambda op, g: [
     g * xlogy(_not_zero(op.inputs[0]), op.inputs[1]), g * xdivy(op.inputs[0], op.inputs[1])])
 _register_xp_binary("Xdivy", lambda xp, x, y: xp.where(x == 0, 0.0, x / y), lambda op, g: [
@@ -607,17 +612,17 @@ def xlogy(x, y, name=None):
 
     Example: ``tf.math.xlogy([0.0, 2.0], [0.0, 3.0])`` evaluates to ``[0., 2.1972246]``.
     """
-    return _float_binary("Xlogy", x, y, name)
+    return _float_binary("Xlogy", x, y, name, complex_ok=True)
 
 
 def xdivy(x, y, name=None):
     """``x / y``, and 0 where ``x`` is 0 (whatever ``y``)."""
-    return _float_binary("Xdivy", x, y, name)
+    return _float_binary("Xdivy", x, y, name, complex_ok=True)
 
 
 def xlog1py(x, y, name=None):
     """``x * log1p(y)``, and 0 where ``x`` is 0 (whatever ``y``)."""
-    return _float_binary("Xlog1py", x, y, name)
+    return _float_binary("Xlog1py", x, y, name, complex_ok=True)
 
 
 def multiply_no_nan(x, y, name=None):
@@ -625,7 +630,7 @@ def multiply_no_nan(x, y, name=None):
 
     Example: ``tf.math.multiply_no_nan([np.inf, 2.0], [0.0, 3.0])`` evaluates to ``[0., 6.]``.
     """
-    return _float_binary("MulNoNan", x, y, name)
+    return _float_binary("MulNoNan", x, y, name, complex_ok=True)
 
 
 def reciprocal_no_nan(x, name=None):
@@ -643,11 +648,12 @@ register_op("Rint", shape=same_shape, kernel=lambda ctx, x: ctx.xp.rint(x), grad
 register_op("NextAfter", shape=broadcast_shape, broadcast=True,
             kernel=lambda ctx, x1, x2: ctx.xp.nextafter(x1, x2), grad=None)
 register_op("Acosh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arccosh(x),
-            grad=lambda op, g: [g / math_ops.sinh(op.outputs[0])])
+            grad=lambda op, g: [g / math_ops.sinh(math_ops.conj(op.outputs[0]))])
 register_op("Asinh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arcsinh(x),
-            grad=lambda op, g: [g / math_ops.cosh(op.outputs[0])])
+            grad=lambda op, g: [g / math_ops.cosh(math_ops.conj(op.outputs[0]))])
 register_op("Atanh", shape=same_shape, kernel=lambda ctx, x: ctx.xp.arctanh(x),
-            grad=lambda op, g: [g / (1.0 - math_ops.square(op.inputs[0]))])
+            grad=lambda op, g: [g * math_ops.reciprocal(
+                1.0 - math_ops.square(math_ops.conj(op.inputs[0])))])
 
 
 def rint(x, name=None):
@@ -665,17 +671,17 @@ def nextafter(x1, x2, name=None):
 
 def acosh(x, name=None):
     """The inverse hyperbolic cosine of each element (nan below 1)."""
-    return _unary("Acosh", x, name, floats_only=True)
+    return _unary("Acosh", x, name, floats_only=True, complex_ok=True)
 
 
 def asinh(x, name=None):
     """The inverse hyperbolic sine of each element."""
-    return _unary("Asinh", x, name, floats_only=True)
+    return _unary("Asinh", x, name, floats_only=True, complex_ok=True)
 
 
 def atanh(x, name=None):
     """The inverse hyperbolic tangent of each element (±inf at ±1, nan outside)."""
-    return _unary("Atanh", x, name, floats_only=True)
+    return _unary("Atanh", x, name, floats_only=True, complex_ok=True)
 
 
 floor_div = math_ops.floordiv   # TF1's raw FloorDiv op under its generated name
@@ -683,15 +689,16 @@ floor_div = math_ops.floordiv   # TF1's raw FloorDiv op under its generated name
 
 # -- reductions: variance, std, euclidean norm; cumulative_logsumexp -----------------------------
 def _check_float_reduce(what, x):
-    if not x.dtype.is_floating:
+    if not (x.dtype.is_floating or x.dtype.is_complex):
         raise TypeError("Input must be either real or complex. Received integer type %s (%s); "
-                        "tf.math.%s takes floats: tf.cast it first." % (x.dtype.as_numpy_dtype
-                                                                         .__name__, x.name, what))
+                        "tf.math.%s takes floating or complex tensors: tf.cast it first."
+                        % (x.dtype.as_numpy_dtype.__name__, x.name, what))
 
 
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     """The variance of the elements across ``axis`` (all by default): the mean of the squared
-    deviations from the mean (floats only, as TF).
+    deviations from the mean (floating or complex tensors, as TF); for complex numbers the mean
+    of ``|x - mean|**2``, a real tensor (float32 for complex64).
 
     Example: ``tf.math.reduce_variance([[1.0, 2.0], [3.0, 4.0]])`` evaluates to ``1.25``.
     """
@@ -699,7 +706,9 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     _check_float_reduce("reduce_variance", x)
     with x.graph.name_scope(name or "reduce_variance") as scope:
         means = math_ops.reduce_mean(x, axis=axis, keepdims=True)
-        squared = math_ops.square(x - means)
+        deviations = x - means
+        squared = (math_ops.real(deviations * math_ops.conj(deviations)) if x.dtype.is_complex
+                   else math_ops.square(deviations))
         return math_ops.reduce_mean(squared, axis=axis, keepdims=keepdims, name=scope)
 
 
@@ -715,8 +724,8 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
 
 
 def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
-    """``sqrt(sum(x ** 2))`` across ``axis`` (all by default); integers give the integer part,
-    as TF's EuclideanNorm kernel.
+    """``sqrt(sum(|x| ** 2))`` across ``axis`` (all by default); integers give the integer part,
+    as TF's EuclideanNorm kernel, and complex numbers a complex tensor (as TF).
 
     Example: ``tf.math.reduce_euclidean_norm([3.0, 4.0])`` evaluates to ``5.0``.
     """
@@ -726,8 +735,9 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
             total = math_ops.reduce_sum(math_ops.square(x), axis=axis, keepdims=keepdims)
             root = math_ops.sqrt(math_ops.cast(total, _dtypes.float64))
             return math_ops.cast(root, x.dtype, name=scope)
-        return math_ops.sqrt(math_ops.reduce_sum(math_ops.square(x), axis=axis,
-                                                 keepdims=keepdims), name=scope)
+        squared = x * math_ops.conj(x) if x.dtype.is_complex else math_ops.square(x)   # |x|**2
+        return math_ops.sqrt(math_ops.reduce_sum(squared, axis=axis, keepdims=keepdims),
+                             name=scope)
 
 
 def _logaddexp_accumulate(m, axis, dtype):
