@@ -560,12 +560,22 @@ def abs(x, name=None):  # noqa: A001 - TF1's public name
     return _unary("Abs", x, name)
 
 
-register_op("Sign", shape=same_shape, kernel=lambda ctx, x: ctx.xp.sign(x),
+def _sign_kernel(ctx, x):
+    xp = ctx.xp
+    if x.dtype.kind != "c":
+        return xp.sign(x)
+    # z / |z| (0 at 0), as TF; numpy before 2.0 gives the sign of the real part instead.
+    modulus = xp.abs(x)
+    return xp.where(modulus == 0, 0, x / xp.where(modulus == 0, 1, modulus)).astype(x.dtype)
+
+
+register_op("Sign", shape=same_shape, kernel=_sign_kernel,
             grad=lambda op, g: [array_ops.zeros_like(op.inputs[0])])
 
 
 def sign(x, name=None):
-    """-1, 0 or 1 by the sign of each element (its gradient is zero, as TF1's)."""
+    """-1, 0 or 1 by the sign of each element, ``z / |z|`` (0 at 0) for complex numbers (its
+    gradient is zero, as TF1's)."""
     return _unary("Sign", x, name)
 
 
