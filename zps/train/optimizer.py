@@ -68,6 +68,16 @@ def _converted_gradient(g):
     return g
 
 
+def _in_train_ops(graph, apply_updates):
+    """The op of ``apply_updates``, added to the graph's TRAIN_OP collection (once)."""
+    if isinstance(apply_updates, Tensor):
+        apply_updates = apply_updates.op
+    train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
+    if apply_updates not in train_ops:
+        train_ops.append(apply_updates)
+    return apply_updates
+
+
 def _flatten(values):
     if isinstance(values, list | tuple | set):
         return [v for item in values for v in _flatten(item)]
@@ -217,12 +227,7 @@ class Optimizer:
                 with graph.control_dependencies([finish(update_ops, "update")]):
                     with graph.colocate_with(global_step):
                         apply_updates = state_ops.assign_add(global_step, 1, name=scope)
-        if isinstance(apply_updates, Tensor):
-            apply_updates = apply_updates.op
-        train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-        if apply_updates not in train_ops:
-            train_ops.append(apply_updates)
-        return apply_updates
+        return _in_train_ops(graph, apply_updates)
 
     def _distributed_apply(self, distribution, grads_and_vars, global_step=None, name=None):
         """``apply_gradients`` in cross-replica context (TF 1.15's): the replicas' gradients
@@ -258,12 +263,7 @@ class Optimizer:
                     apply_updates = distribution.extended.update(
                         global_step, state_ops.assign_add, args=(1,),
                         kwargs={"name": scope} if copies == 1 else {})
-        if isinstance(apply_updates, Tensor):
-            apply_updates = apply_updates.op
-        train_ops = graph.get_collection_ref(GraphKeys.TRAIN_OP)
-        if apply_updates not in train_ops:
-            train_ops.append(apply_updates)
-        return apply_updates
+        return _in_train_ops(graph, apply_updates)
 
     @staticmethod
     def _scale_loss(loss_value):
