@@ -6,39 +6,25 @@ tests/fixtures/tf_complex_fft/expected.npz holds what TensorFlow 2.21 computed f
 of tests/fixtures/tf_complex_fft/make.py; the same programs run here on zps.
 """
 
-import importlib.util
 import json
 import os
-import pathlib
 
 import numpy as np
 import pytest
 
 import zps as tf
+from tests import tf_fixtures
 from zps.testing.cluster import InProcessCluster
 from zps.testing.gradient_checker import GradCase, check_gradients
 
-
-def _tf_fixture():
-    path = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tf_complex_fft" / "make.py"
-    spec = importlib.util.spec_from_file_location("make_tf_complex_fft", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, np.load(path.parent / "expected.npz")
-
-
-TF_PROGRAMS, TF_VALUES = _tf_fixture()
+TF_PROGRAMS, TF_VALUES = tf_fixtures.load("tf_complex_fft")
 with tf.Graph().as_default():
     _VALUE_NAMES = sorted(TF_PROGRAMS.value_programs(tf))
 _GRAD_NAMES = sorted(TF_PROGRAMS.grad_programs(tf))
 
 
 def _assert_matches_tf(got, expected, what):
-    got = np.asarray(got)
-    assert got.dtype == expected.dtype, (what, got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (what, got.shape, expected.shape)
-    tol = 1e-12 if expected.dtype in (np.float64, np.complex128) else 1e-5
-    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * 10, err_msg=what)
+    tf_fixtures.assert_matches(got, expected, what, 1e-5)
 
 
 @pytest.fixture(scope="module")

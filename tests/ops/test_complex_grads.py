@@ -6,40 +6,26 @@ tests/fixtures/tf_complex_grads/expected.npz holds what TensorFlow 2.21 computed
 of tests/fixtures/tf_complex_grads/make.py; the same programs run here on zps.
 """
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 
 import zps as tf
+from tests import tf_fixtures
 from zps.testing.gradient_checker import GradCase, check_gradients
 
-
-def _tf_fixture():
-    path = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tf_complex_grads" / "make.py"
-    spec = importlib.util.spec_from_file_location("make_tf_complex_grads", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, np.load(path.parent / "expected.npz")
-
-
-TF_PROGRAMS, TF_VALUES = _tf_fixture()
+TF_PROGRAMS, TF_VALUES = tf_fixtures.load("tf_complex_grads")
 with tf.Graph().as_default():
     _VALUE_NAMES = sorted(TF_PROGRAMS.value_programs(tf))
 _GRAD_NAMES = sorted(TF_PROGRAMS.grad_programs(tf))
 
 
 def _assert_matches_tf(got, expected, what):
-    got = np.asarray(got)
-    assert got.dtype == expected.dtype, (what, got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (what, got.shape, expected.shape)
-    tol = 1e-12 if expected.dtype in (np.float64, np.complex128) else 2e-6
+    tol = None
     if "expm" in str(what):
         # zps's expm is one [13/13] Pade approximant in float64 for every dtype: scipy's values
         # to 2e-14 where TF's own are 4e-8 off for a large norm (and float32's Pade 7 is 3e-6).
-        tol = 1e-7 if tol == 1e-12 else 1e-5
-    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * 10, err_msg=str(what))
+        tol = 1e-7 if expected.dtype in (np.float64, np.complex128) else 1e-5
+    tf_fixtures.assert_matches(got, expected, what, 2e-6, tol)
 
 
 @pytest.fixture(scope="module")

@@ -554,7 +554,7 @@ def _saveable_items(var_list):
         info = _slice_info(v) or slot_info.get(id(v))
         if info is not None:  # a shard of a partitioned variable: saved as a slice of the whole
             items.append(_slice_item(info.full_name if name is None else str(name), v, info))
-        elif callable(getattr(v, "_zps_restore_refs", None)):
+        elif _is_distributed(v):
             # A tf.distribute variable: saved once under its name (a SyncOnReadVariable: its
             # aggregate), restored into every copy.
             save = getattr(v, "_zps_save_tensor", None)
@@ -606,11 +606,16 @@ def _slice_info(v):
     return getattr(v, "_save_slice_info", None) if isinstance(v, Variable) else None
 
 
+def _is_distributed(v):
+    """Whether ``v`` is a tf.distribute variable: saved once, restored into each of its copies."""
+    return callable(getattr(v, "_zps_restore_refs", None))
+
+
 def _slice_item(full_name, v, info):
     if full_name != info.full_name:
         info = SaveSliceInfo(full_name, info.full_shape, info.var_offset, info.var_shape)
     key = checkpoint_format.slice_key(full_name, info.full_shape, info.var_offset, info.var_shape)
-    distributed = v if callable(getattr(v, "_zps_restore_refs", None)) else None
+    distributed = v if _is_distributed(v) else None
     return _Item(key, _ref(v), _ref(v), slice_info=info, distributed=distributed)
 
 
