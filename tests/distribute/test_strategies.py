@@ -308,3 +308,35 @@ def test_the_estimators_loss_scaling_as_tf(last_reduction, expected):
             sess.run(tf.global_variables_initializer())
             sess.run(train)
             assert sess.run(w).tolist() == expected
+
+
+def test_cross_device_ops_batch_reduce_as_tf():
+    """TF 2.21's ReductionToOneDevice.batch_reduce over per-replica [1, 2] and [3, 5] on two CPUs:
+    SUM [4, 7] at each destination, MEAN [2, 3.5], a plain tensor's MEAN itself; an empty or
+    wrongly typed destination is refused (TF's messages) before any op is added."""
+    from zps.distribute import cross_device_ops, values
+    with tf.Graph().as_default() as g:
+        with tf.device("/cpu:0"):
+            a = tf.constant([1.0, 2.0])
+        with tf.device("/cpu:1"):
+            b = tf.constant([3.0, 5.0])
+        pr = values.PerReplica((a, b))
+        ops = cross_device_ops.ReductionToOneDevice()
+        sums = ops.batch_reduce(tf.distribute.ReduceOp.SUM,
+                                [(pr, "/cpu:0"), (pr, ["/cpu:0", "/cpu:1"])])
+        means = ops.batch_reduce("MEAN", [(pr, "/cpu:1")])
+        plain = ops.batch_reduce("MEAN", [(a, "/cpu:0")])
+        assert [len(m.values) for m in sums] == [1, 2]
+        assert "CPU:1" in means[0].values[0].device.upper()
+        n = len(g.get_operations())
+        with pytest.raises(ValueError, match="destinations can not be empty"):
+            ops.batch_reduce("SUM", [(pr, "/cpu:0"), (pr, "")])
+        with pytest.raises(ValueError, match="must be one of a `DistributedValues` object"):
+            ops.batch_reduce("SUM", [(pr, "/cpu:0"), (pr, 3)])
+        assert len(g.get_operations()) == n
+        with tf.Session(config=CONFIG) as sess:
+            got = sess.run([list(m.values) for m in sums + means + plain])
+    np.testing.assert_allclose(got[0], [[4.0, 7.0]])
+    np.testing.assert_allclose(got[1], [[4.0, 7.0], [4.0, 7.0]])
+    np.testing.assert_allclose(got[2], [[2.0, 3.5]])
+    np.testing.assert_allclose(got[3], [[1.0, 2.0]])

@@ -30,9 +30,13 @@ def get_devices_from(destinations):
 
 
 def _validate_destinations(destinations):
+    """TF's checks (its messages), and zps also takes a list or tuple of device strings."""
     if not isinstance(destinations, values_lib.DistributedValues | Variable | Tensor | str |
-                      list | tuple) or (isinstance(destinations, list | tuple | str)
-                                        and not destinations):
+                      list | tuple):
+        raise ValueError("destinations must be one of a `DistributedValues` object, a tf.Variable "
+                         "object, or a device string (or, in zps, a list of device strings); got "
+                         "%r" % (destinations,))
+    if isinstance(destinations, list | tuple | str) and not destinations:
         raise ValueError("destinations can not be empty")
 
 
@@ -105,9 +109,13 @@ class CrossDeviceOps:
         return self.reduce_implementation(reduce_op, per_replica_value, destinations)
 
     def batch_reduce(self, reduce_op, value_destination_pairs):
-        """``reduce`` of each ``(value, destinations)`` pair: a list of Mirrored values."""
+        """``reduce`` of each ``(value, destinations)`` pair: a list of Mirrored values. Every
+        destination is checked before anything is added to the graph (as TF)."""
         reduce_op = as_reduce_op(reduce_op)
-        return [self.reduce(reduce_op, v, d) for v, d in value_destination_pairs]
+        pairs = list(value_destination_pairs)
+        for _, d in pairs:
+            _validate_destinations(d)
+        return [self.reduce(reduce_op, v, d) for v, d in pairs]
 
     def broadcast(self, tensor, destinations):
         """``tensor`` copied to each of ``destinations``: a Mirrored value."""
