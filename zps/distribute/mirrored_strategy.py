@@ -107,9 +107,6 @@ class MirroredExtended(distribute_lib.StrategyExtended):
                                                     self._num_replicas_in_sync)
         return self._get_cross_device_ops().reduce(reduce_op, value, destinations=destinations)
 
-    def _batch_reduce_to(self, reduce_op, value_destination_pairs):
-        return [self._reduce_to(reduce_op, v, d) for v, d in value_destination_pairs]
-
     def _broadcast_to(self, tensor, destinations):
         if isinstance(tensor, float | int):
             return tensor
